@@ -1,0 +1,351 @@
+"""``trace()`` -> ``TracedFunction``: convert arguments, look up the
+specialization for their avals, trace and build on a miss, run.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from . import config as _config
+from .errors import DTypeError, HalojitError, ShapeError, TraceError, UnsupportedError
+from .graph import tracer as _tracer
+from .graph.interpret import interpret, last_uses
+from .graph.ir import AbstractArray, Graph, Node, make_graph
+from .graph.passes import optimize
+from .graph.pytree import TreeDef, flatten
+
+OPT_LEVELS = (0, 1, 2, 3)
+
+
+def _log(msg: str):
+    if _config.get_config().log:
+        print(f"[halojit] {msg}", file=sys.stderr, flush=True)
+
+
+# -- arguments -------------------------------------------------------------------
+def convert_arg(i: int, name: str, a) -> tuple[np.ndarray, AbstractArray]:
+    """(value, aval) of positional argument ``i``; weak for Python scalars."""
+    if isinstance(a, np.ndarray):
+        arr = a
+    elif isinstance(a, np.generic):
+        arr = np.asarray(a)
+    elif isinstance(a, (bool, int, float)):
+        if isinstance(a, int) and not isinstance(a, bool) and not -2**63 <= a < 2**63:
+            raise DTypeError(f"argument {i} ({name}): Python integer {a} does not fit in int64.")
+        dt = np.bool_ if isinstance(a, bool) else np.int64 if isinstance(a, int) else np.float64
+        arr = np.asarray(a, dtype=dt)
+        return arr, AbstractArray((), arr.dtype, weak=True)
+    elif isinstance(a, (list, tuple)):
+        try:
+            arr = np.asarray(a)
+        except ValueError as e:
+            raise ShapeError(f"argument {i} ({name}): cannot convert to an array: {e}") from None
+    else:
+        raise DTypeError(
+            f"argument {i} ({name}): expected a numpy array, a list of numbers or a real "
+            f"scalar, got {type(a).__name__}. Pass static values as keyword arguments.")
+    dt = arr.dtype
+    if dt.kind not in _tracer.SUPPORTED_KINDS or dt.itemsize > 8:
+        raise DTypeError(
+            f"argument {i} ({name}): dtype {dt} is not supported; expected bool, int8..int64, "
+            "uint8..uint64, float16, float32 or float64.")
+    return arr, AbstractArray(arr.shape, dt)
+
+
+def _arg_names(fn, n):
+    code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
+    names = list(code.co_varnames[:code.co_argcount]) if code else []
+    return [names[i] if i < len(names) else f"arg{i}" for i in range(n)]
+
+
+# -- specializations ----------------------------------------------------------------
+@dataclass
+class Specialization:
+    """One compiled (or interpreted) version of the function for one key."""
+
+    key: tuple
+    graph: Graph
+    treedef: TreeDef
+    bindings: list
+    binding_avals: list
+    weak_checks: list
+    executor: Any
+    build_seconds: float = 0.0
+    info: dict = field(default_factory=dict)
+
+    def check_bindings(self) -> str | None:
+        """Why this specialization no longer fits the bound globals, or None."""
+        for b, aval in zip(self.bindings, self.binding_avals):
+            v = b.read()
+            if not isinstance(v, np.ndarray) or v.shape != aval.shape or v.dtype != aval.dtype:
+                got = f"{v.dtype}{v.shape}" if isinstance(v, np.ndarray) else type(v).__name__
+                return f"bound array {b.name!r} changed from {aval} to {got}"
+        return None
+
+
+class NumpyExecutor:
+    """Runs the optimized graph with the numpy references (opt_level 0-2)."""
+
+    kernel_count = 0
+
+    def __init__(self, graph: Graph, opt_level: int):
+        self.graph = graph
+        self.free = last_uses(graph) if opt_level >= 2 else None
+
+    def __call__(self, inputs):
+        return interpret(self.graph, inputs, self.free)
+
+
+def _fresh(value, inputs) -> np.ndarray:
+    """An output the caller owns: never a view of an input or a constant."""
+    arr = np.asarray(value)
+    if not arr.flags.writeable or arr.base is not None or any(arr is x for x in inputs):
+        return np.array(arr, copy=True)
+    return arr
+
+
+# -- the traced function ----------------------------------------------------------------
+class TracedFunction:
+    """A numpy function captured by ``@halojit.trace``; call it like the original."""
+
+    def __init__(self, fn, *, opt_level=3, backend=None, symbolic=True,
+                 capture_as_const=False, target=None, autoscheduler=None):
+        if opt_level not in OPT_LEVELS:
+            raise ValueError(f"trace: opt_level must be one of {OPT_LEVELS}, got {opt_level!r}.")
+        cfg = _config.get_config()
+        if backend is None:
+            backend = cfg.backend if opt_level >= 3 else "numpy"
+        else:
+            backend = _config._parse_backend(str(backend)) if isinstance(backend, str) else None
+            if backend is None:
+                raise ValueError(f"trace: backend must be one of {_config.BACKENDS}.")
+        self.fn = fn
+        self.opt_level = opt_level
+        self.backend = backend
+        self.symbolic = bool(symbolic)
+        self.capture_as_const = bool(capture_as_const)
+        self.target = target or cfg.target
+        self.autoscheduler = autoscheduler
+        self._cache: dict[tuple, Specialization] = {}
+        self._lock = threading.RLock()
+        self._replay = False
+        self._stats = {"compiles": 0, "hits": 0, "misses": 0, "traces": 0}
+        self._argnames: list[str] | None = None
+        functools.update_wrapper(self, fn)
+
+    # -- keys --------------------------------------------------------------------
+    def _convert(self, args):
+        if self._argnames is None or len(self._argnames) < len(args):
+            self._argnames = _arg_names(self.fn, len(args))
+        return [convert_arg(i, self._argnames[i], a) for i, a in enumerate(args)]
+
+    def _static_key(self, kwargs):
+        items = []
+        for k in sorted(kwargs):
+            v = kwargs[k]
+            try:
+                hash(v)
+            except TypeError:
+                raise TypeError(
+                    f"{self.__name__}: keyword argument {k!r} is static (part of the cache key) "
+                    f"and must be hashable; got {type(v).__name__}. Pass arrays positionally, "
+                    "or use a tuple instead of a list.") from None
+            items.append((k, type(v).__name__, v))
+        return tuple(items)
+
+    def _key(self, avals, kwargs, target=None):
+        return (tuple(avals), self._static_key(kwargs), self.opt_level, self.backend,
+                target or self.target)
+
+    def _miss_reason(self, key) -> str:
+        if not self._cache:
+            return "first call"
+        best = None
+        for other in self._cache:
+            diffs = []
+            for i, (a, b) in enumerate(zip(key[0], other[0])):
+                if a != b:
+                    diffs.append(f"argument {i} is {a} (cached: {b})")
+            if len(key[0]) != len(other[0]):
+                diffs.append(f"{len(key[0])} arguments (cached: {len(other[0])})")
+            if key[1] != other[1]:
+                diffs.append(f"static kwargs {dict((k, v) for k, _, v in key[1])} "
+                             f"(cached: {dict((k, v) for k, _, v in other[1])})")
+            if key[4] != other[4]:
+                diffs.append(f"target {key[4]} (cached: {other[4]})")
+            if best is None or len(diffs) < len(best):
+                best = diffs
+        return "; ".join(best) or "bound arrays changed"
+
+    # -- calling ------------------------------------------------------------------
+    def __call__(self, *args, out=None, **kwargs):
+        ctx = _tracer.current()
+        if ctx is not None:  # called inside another trace: inline
+            return self.fn(*args, **kwargs)
+        converted = self._convert(args)
+        values = [v for v, _ in converted]
+        avals = [a for _, a in converted]
+        if self._replay:
+            return self._run_replay(values, avals, kwargs, out)
+        key = self._key(avals, kwargs)
+        spec = self._cache.get(key)
+        if spec is not None:
+            stale = spec.check_bindings()
+            if stale:
+                _log(f"{self.__name__}: cache miss ({stale})")
+                with self._lock:
+                    self._cache.pop(key, None)
+                spec = None
+        if spec is None:
+            self._stats["misses"] += 1
+            with self._lock:
+                spec = self._cache.get(key)
+                if spec is None:
+                    _log(f"{self.__name__}: cache miss ({self._miss_reason(key)})")
+                    spec, first = self._specialize(key, values, avals, kwargs)
+                    if spec is None:  # switched to replay mode
+                        return self._run_replay(values, avals, kwargs, out)
+                    self._cache[key] = spec
+                    if first is not None:
+                        return self._finish(spec, first, values, out)
+        else:
+            self._stats["hits"] += 1
+        return self._run(spec, values, out)
+
+    def _run(self, spec: Specialization, values, out):
+        for idx, dt in spec.weak_checks:
+            np.asarray(values[idx].item(), dtype=dt)  # numpy's OverflowError for f(x_int8, 1000)
+        inputs = values + [b.read() for b in spec.bindings]
+        results = spec.executor(inputs)
+        return self._finish(spec, results, values, out)
+
+    def _finish(self, spec, results, values, out):
+        results = [_fresh(r, values) for r in results]
+        if out is not None:
+            results = _write_out(results, out, self.__name__)
+        leaves = [r[()] if isinstance(r, np.ndarray) and r.ndim == 0 and out is None else r
+                  for r in results]
+        return spec.treedef.unflatten(leaves)
+
+    # -- tracing -------------------------------------------------------------------
+    def _trace(self, values, avals, kwargs, eager):
+        ctx = _tracer.TraceContext(self.fn, symbolic=self.symbolic,
+                                   capture_as_const=self.capture_as_const, eager=eager)
+        traced = [ctx.add_input(a, v) for v, a in zip(values, avals)]
+        with _tracer.trace_context(ctx):
+            result = self.fn(*traced, **kwargs)
+            leaves, treedef = flatten(result, _tracer.is_array_leaf)
+            nodes = [ctx.as_node(x) for x in leaves]
+        self._stats["traces"] += 1
+        return ctx, nodes, treedef
+
+    def _specialize(self, key, values, avals, kwargs):
+        t0 = time.perf_counter()
+        eager = not self.symbolic
+        try:
+            ctx, nodes, treedef = self._trace(values, avals, kwargs, eager)
+        except _tracer._NeedsReplay:
+            self._replay = True
+            _log(f"{self.__name__}: uses exclude_from_trace; replaying its body on every call")
+            return None, None
+        if ctx.uses_exclude:
+            self._replay = True
+            return None, None
+        first = [ctx.values[n] for n in nodes] if eager else None
+        if eager:
+            _tracer.warn_symbolic_false(self.__name__, ctx.value_branches)
+        graph = make_graph(ctx.inputs, nodes)
+        graph = optimize(graph, self.opt_level)
+        executor = self._build(graph)
+        spec = Specialization(
+            key=key, graph=graph, treedef=treedef, bindings=list(ctx.bindings),
+            binding_avals=[n.aval for n in ctx.inputs[len(values):]],
+            weak_checks=list(ctx.weak_checks), executor=executor,
+            build_seconds=time.perf_counter() - t0)
+        self._stats["compiles"] += getattr(executor, "kernel_count", 0)
+        _log(f"{self.__name__}: built {self.backend} specialization for "
+             f"({', '.join(map(str, avals))}) in {spec.build_seconds * 1e3:.1f} ms")
+        return spec, first
+
+    def _build(self, graph: Graph):
+        if self.backend == "halide" and self.opt_level >= 3:
+            from .generators.build import build_halide_executor
+            return build_halide_executor(graph, self.target, self.autoscheduler)
+        return NumpyExecutor(graph, self.opt_level)
+
+    def _run_replay(self, values, avals, kwargs, out):
+        ctx = _tracer.TraceContext(self.fn, symbolic=False, capture_as_const=self.capture_as_const,
+                                   eager=True)
+        traced = [ctx.add_input(a, v) for v, a in zip(values, avals)]
+        with _tracer.trace_context(ctx):
+            result = self.fn(*traced, **kwargs)
+            leaves, treedef = flatten(result, _tracer.is_array_leaf)
+            nodes = [ctx.as_node(x) for x in leaves]
+        results = [_fresh(ctx.values[n], values) for n in nodes]
+        if out is not None:
+            results = _write_out(results, out, self.__name__)
+        return treedef.unflatten([r[()] if r.ndim == 0 and out is None else r for r in results])
+
+    # -- introspection ---------------------------------------------------------------
+    def stats(self) -> dict:
+        """Counters: compiles (kernels built), hits, misses, traces, entries."""
+        return dict(self._stats, entries=len(self._cache))
+
+    def cache_entries(self) -> list[dict]:
+        """One dict per cached specialization: its input avals and static kwargs."""
+        return [{"inputs": [str(a) for a in k[0]], "static": {n: v for n, _, v in k[1]},
+                 "target": k[4], "kernels": getattr(s.executor, "kernel_count", 0)}
+                for k, s in self._cache.items()]
+
+    def lower(self, *args, target=None, **kwargs):
+        """Trace, optimize and compile for these arguments without running."""
+        from .lowered import lower
+        return lower(self, args, kwargs, target)
+
+    def __repr__(self):
+        return (f"<halojit.trace {self.__name__} opt_level={self.opt_level} "
+                f"backend={self.backend} target={self.target}>")
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+
+def _write_out(results, out, fname):
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    if len(outs) != len(results):
+        raise ShapeError(f"{fname}: out= has {len(outs)} arrays, the function returns "
+                         f"{len(results)}.")
+    for i, (o, r) in enumerate(zip(outs, results)):
+        if not isinstance(o, np.ndarray):
+            raise DTypeError(f"{fname}: out[{i}] must be a numpy array, got {type(o).__name__}.")
+        if o.shape != r.shape:
+            raise ShapeError(f"{fname}: out[{i}] has shape {o.shape}, expected {r.shape}.")
+        if o.dtype != r.dtype:
+            raise DTypeError(f"{fname}: out[{i}] has dtype {o.dtype}, expected {r.dtype}.")
+    for o, r in zip(outs, results):
+        np.copyto(o, r)
+    return outs
+
+
+def trace(fn: Callable | None = None, *, opt_level: int = 3, backend: str | None = None,
+          symbolic: bool = True, capture_as_const: bool = False, target: str | None = None,
+          autoscheduler=None):
+    """Capture a numpy function into a static graph and compile it.
+
+    Usable bare (``@halojit.trace``) or with options (``@halojit.trace(opt_level=1)``).
+    Positional arguments are graph inputs; keyword arguments are static.
+    """
+    def wrap(f):
+        return TracedFunction(f, opt_level=opt_level, backend=backend, symbolic=symbolic,
+                              capture_as_const=capture_as_const, target=target,
+                              autoscheduler=autoscheduler)
+    return wrap(fn) if fn is not None else wrap

@@ -1,0 +1,68 @@
+"""One frozen Config built from the HALOJIT_* environment variables.
+
+Read at call time (``get_config()``) so tests and users can change the
+environment between calls; parsing is cheap.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import HalojitError
+
+BACKENDS = ("halide", "numpy")
+
+# name -> (default, meaning); the README's environment table mirrors this.
+ENV_VARS = {
+    "HALOJIT_BACKEND": ("halide", "default backend: HALIDE or NUMPY (case-insensitive)"),
+    "HALOJIT_TARGET": ("host", "default Halide target: host, host-cuda or any target string"),
+    "HALOJIT_CACHE_DIR": ("~/.cache/halojit", "where compiled kernels and the tuning database live"),
+    "HALOJIT_LOG": ("0", "1 logs every compile and cache miss (with its reason) to stderr"),
+    "HALOJIT_NUM_THREADS": ("0", "threads of the one kernel thread pool; 0 = one per core"),
+    "HALOJIT_STRICT_FLOAT": ("1", "0 lets Halide use fast-math (faster, not bit-faithful to numpy)"),
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    backend: str
+    target: str
+    cache_dir: Path
+    log: bool
+    num_threads: int
+    strict_float: bool
+
+
+def _parse_backend(raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in BACKENDS:
+        raise HalojitError(
+            f"HALOJIT_BACKEND={raw!r} is not a backend; expected one of "
+            f"{', '.join(b.upper() for b in BACKENDS)} (case-insensitive)."
+        )
+    return value
+
+
+def _parse_int(name: str, raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise HalojitError(f"{name}={raw!r}: expected a non-negative integer.") from None
+    if value < 0:
+        raise HalojitError(f"{name}={raw!r}: expected a non-negative integer.")
+    return value
+
+
+def get_config() -> Config:
+    env = os.environ
+    cache_dir = env.get("HALOJIT_CACHE_DIR") or "~/.cache/halojit"
+    return Config(
+        backend=_parse_backend(env.get("HALOJIT_BACKEND", "halide")),
+        target=env.get("HALOJIT_TARGET", "host").strip() or "host",
+        cache_dir=Path(cache_dir).expanduser(),
+        log=env.get("HALOJIT_LOG", "0").strip() not in ("", "0", "false", "no"),
+        num_threads=_parse_int("HALOJIT_NUM_THREADS", env.get("HALOJIT_NUM_THREADS", "0")),
+        strict_float=env.get("HALOJIT_STRICT_FLOAT", "1").strip() not in ("0", "false", "no"),
+    )

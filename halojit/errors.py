@@ -1,0 +1,67 @@
+"""The halojit error family.
+
+Every message says what was expected, what was given, where (the user's
+file:line when known) and what to do.
+"""
+
+from __future__ import annotations
+
+
+class HalojitError(Exception):
+    """Base class of every error halojit raises on purpose."""
+
+
+class TraceError(HalojitError):
+    """The function cannot be captured as a static graph.
+
+    Example: ``if x.sum() > 0:`` inside ``@halojit.trace`` (symbolic=True).
+    Fix: make the branch static (a keyword argument), use ``np.where``, or
+    trace with ``symbolic=False`` to freeze the first call's path.
+    """
+
+
+class TraceWarning(UserWarning):
+    """Tracing succeeded but may not mean what the user expects.
+
+    Example: ``symbolic=False`` freezes value-dependent branches.
+    """
+
+
+class ShapeError(HalojitError, ValueError):
+    """Shapes do not broadcast, an axis is out of range, a reshape is invalid.
+
+    Example: ``x + y`` with shapes (3, 4) and (5,).
+    Fix: reshape or slice so that trailing dimensions match or are 1.
+    """
+
+
+class DTypeError(HalojitError, TypeError):
+    """An input or operation has a dtype halojit cannot handle.
+
+    Example: a complex or object array as input.
+    Fix: convert to a supported real dtype before calling.
+    """
+
+
+class UnsupportedError(HalojitError, NotImplementedError):
+    """A numpy function or argument that halojit does not trace.
+
+    Example: ``np.linalg.svd(x)``. Fix: move it into
+    ``with halojit.exclude_from_trace():`` or compute it outside.
+    """
+
+
+class CompileError(HalojitError, RuntimeError):
+    """Halide failed to compile a kernel; carries Halide's message."""
+
+
+class ArtifactError(HalojitError, ValueError):
+    """A dumped artifact is corrupt, foreign, newer, or dump got bad arguments."""
+
+
+class InternalError(HalojitError, RuntimeError):
+    """A bug in halojit: please report it with the message."""
+
+
+def format_loc(loc: str | None) -> str:
+    return f" (at {loc})" if loc else ""

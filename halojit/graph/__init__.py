@@ -1,0 +1,1 @@
+"""The graph IR, op registry, tracer, interpreter and passes."""

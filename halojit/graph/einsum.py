@@ -1,0 +1,100 @@
+"""``np.einsum`` on traced arrays, reduced to transpose, reshape, sum and
+``matmul`` (pairwise, left to right). Ellipses and repeated letters within
+one operand (diagonals) are not supported.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ShapeError, UnsupportedError, format_loc
+from .tracer import TracedArray, user_loc
+
+
+def _parse(subscripts: str, n: int, loc):
+    s = subscripts.replace(" ", "")
+    if "." in s:
+        raise UnsupportedError(f"np.einsum: ellipsis ('...') is not supported{format_loc(loc)}.")
+    lhs, _, rhs = s.partition("->")
+    ins = lhs.split(",")
+    if len(ins) != n:
+        raise ShapeError(f"np.einsum: {subscripts!r} names {len(ins)} operands, {n} were given"
+                         f"{format_loc(loc)}.")
+    for term in ins:
+        if len(set(term)) != len(term):
+            raise UnsupportedError(f"np.einsum: repeated index in {term!r} (diagonals) is not "
+                                   f"supported{format_loc(loc)}.")
+        if not term.isalpha() and term:
+            raise ShapeError(f"np.einsum: invalid subscripts {subscripts!r}{format_loc(loc)}.")
+    if "->" not in s:
+        counts = {}
+        for term in ins:
+            for c in term:
+                counts[c] = counts.get(c, 0) + 1
+        rhs = "".join(sorted(c for c, k in counts.items() if k == 1))
+    return ins, rhs
+
+
+def _sum_out(x, term, keep):
+    axes = tuple(i for i, c in enumerate(term) if c not in keep)
+    if axes:
+        x = np.sum(x, axis=axes)
+        term = "".join(c for c in term if c in keep)
+    return x, term
+
+
+def _permute(x, term, order):
+    if term != order:
+        x = np.transpose(x, [term.index(c) for c in order])
+    return x
+
+
+def _contract(a, ta, b, tb, keep, sizes):
+    batch = [c for c in ta if c in tb and c in keep]
+    contracted = [c for c in ta if c in tb and c not in keep]
+    m = [c for c in ta if c not in tb]
+    n = [c for c in tb if c not in ta]
+    a = _permute(a, ta, "".join(batch + m + contracted))
+    b = _permute(b, tb, "".join(batch + contracted + n))
+
+    def size(cs):
+        return int(np.prod([sizes[c] for c in cs], dtype=np.int64))
+
+    bshape = tuple(sizes[c] for c in batch)
+    a = np.reshape(a, bshape + (size(m), size(contracted)))
+    b = np.reshape(b, bshape + (size(contracted), size(n)))
+    r = np.matmul(a, b)
+    r = np.reshape(r, bshape + tuple(sizes[c] for c in m + n))
+    return r, "".join(batch + m + n)
+
+
+def einsum(subscripts, operands, dtype=None):
+    loc = user_loc()
+    if not isinstance(subscripts, str):
+        raise UnsupportedError(f"np.einsum: only the string form is supported{format_loc(loc)}.")
+    ins, rhs = _parse(subscripts, len(operands), loc)
+    ops = list(operands)
+    sizes: dict[str, int] = {}
+    for term, x in zip(ins, ops):
+        if np.ndim(x) != len(term):
+            raise ShapeError(f"np.einsum: operand with shape {np.shape(x)} does not match "
+                             f"subscripts {term!r}{format_loc(loc)}.")
+        for c, d in zip(term, np.shape(x)):
+            if sizes.setdefault(c, d) != d:
+                raise ShapeError(f"np.einsum: index {c!r} has sizes {sizes[c]} and {d}"
+                                 f"{format_loc(loc)}.")
+    if dtype is not None:
+        ops = [np.asarray(o).astype(dtype) if not isinstance(o, TracedArray) else o.astype(dtype)
+               for o in ops]
+    # Sum away letters used by one operand only and absent from the output.
+    acc, term = None, None
+    for i, (t, x) in enumerate(zip(ins, ops)):
+        later = set(rhs).union(*[set(u) for j, u in enumerate(ins) if j != i])
+        x, t = _sum_out(x, t, later)
+        if acc is None:
+            acc, term = x, t
+            continue
+        keep = set(rhs).union(*[set(u) for u in ins[i + 1:]])
+        acc, term = _contract(acc, term, x, t, keep, sizes)
+    acc, term = _sum_out(acc, term, set(rhs))
+    return _permute(acc, term, rhs)

@@ -1,0 +1,681 @@
+"""numpy's API on traced arrays: ufunc dispatch, the ``__array_function__``
+handlers, ndarray methods, and basic indexing, all composed from registry ops
+with numpy 2's dtype rules.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ShapeError, TraceError, UnsupportedError, format_loc
+from .ops import broadcast_shapes, normalize_axes, normalize_axis
+from .ops.elementwise import UFUNCS
+from .tracer import TracedArray, check_dtype, current, user_loc
+
+HANDLERS: dict = {}
+
+
+def implements(*funcs):
+    def deco(fn):
+        for f in funcs:
+            HANDLERS[f] = fn
+        return fn
+    return deco
+
+
+def _ctx_of(*xs):
+    for x in xs:
+        if isinstance(x, TracedArray):
+            return x._ctx
+        if isinstance(x, (list, tuple)):
+            c = _ctx_of(*x)
+            if c is not None:
+                return c
+    return current()
+
+
+def _unsupported_kw(fname, kwargs, allowed=()):
+    for k, v in kwargs.items():
+        if k not in allowed and v is not None and v is not np._NoValue:
+            raise UnsupportedError(
+                f"np.{fname}: argument {k}={v!r} is not supported inside @halojit.trace"
+                f"{format_loc(user_loc())}."
+            )
+
+
+# -- dtypes --------------------------------------------------------------------
+def _weak_repr(node):
+    if node.aval.weak:
+        return {"f": 0.0, "i": 0, "u": 0, "b": False}[node.dtype.kind]
+    return node.dtype
+
+
+def common_dtype(nodes):
+    """numpy's result_type of ``nodes`` with weak Python scalars (NEP 50)."""
+    if all(n.aval.weak for n in nodes):
+        return np.result_type(*[n.dtype for n in nodes]), True
+    return np.result_type(*[_weak_repr(n) for n in nodes]), False
+
+
+def _cast_all(ctx, xs, loc, dtype=None):
+    nodes = [ctx.as_node(x, loc) for x in xs]
+    dt, weak = common_dtype(nodes) if dtype is None else (np.dtype(dtype), False)
+    check_dtype(dt, "result", loc)
+    if weak:
+        return nodes
+    return [ctx.cast(n, dt, loc) for n in nodes]
+
+
+# -- ufuncs --------------------------------------------------------------------
+_REDUCE_UFUNCS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
+                  "logical_and": "all", "logical_or": "any"}
+
+
+def apply_ufunc(ctx, ufunc, method, inputs, kwargs):
+    loc = user_loc()
+    ctx = _ctx_of(*inputs) or ctx
+    out = kwargs.pop("out", None)
+    name = ufunc.__name__
+    if method == "reduce" and name in _REDUCE_UFUNCS:
+        axis = kwargs.pop("axis", 0)
+        _unsupported_kw(f"{name}.reduce", kwargs, ("keepdims", "dtype"))
+        result = reduction(_REDUCE_UFUNCS[name], inputs[0], axis,
+                           kwargs.get("keepdims", False), kwargs.get("dtype"))
+    elif method != "__call__":
+        raise UnsupportedError(f"np.{name}.{method} is not supported inside @halojit.trace"
+                               f"{format_loc(loc)}.")
+    else:
+        dtype = kwargs.pop("dtype", None)
+        _unsupported_kw(name, kwargs, ("casting", "order", "subok"))
+        if name == "matmul":
+            result = matmul(inputs[0], inputs[1])
+        elif name in UFUNCS:
+            operands = inputs
+            if dtype is not None:
+                operands = [TracedArray(n, ctx) for n in _cast_all(ctx, inputs, loc, dtype)]
+            result = ctx.ufunc(name, operands, loc)
+        else:
+            raise UnsupportedError(f"np.{name} is not supported inside @halojit.trace"
+                                   f"{format_loc(loc)}.")
+    if out is not None:
+        outs = out if isinstance(out, tuple) else (out,)
+        if len(outs) != 1 or not isinstance(outs[0], TracedArray):
+            raise UnsupportedError(
+                f"np.{name}(..., out=...) into a non-traced array is not supported inside "
+                f"@halojit.trace{format_loc(loc)}; return the result instead.")
+        target = outs[0]
+        return target._assign(result.astype(target.dtype) if result.dtype != target.dtype
+                              else result, f"np.{name}(..., out=...)")
+    return result
+
+
+# -- reductions ------------------------------------------------------------------
+def _sum_dtype(dt):
+    if dt.kind == "b" or (dt.kind == "i" and dt.itemsize < 8):
+        return np.dtype(np.int64)
+    if dt.kind == "u" and dt.itemsize < 8:
+        return np.dtype(np.uint64)
+    return dt
+
+
+def _tr(ctx, x, loc):
+    return x if isinstance(x, TracedArray) else TracedArray(ctx.as_node(x, loc), ctx)
+
+
+def reduction(name, x, axis=None, keepdims=False, dtype=None, ddof=0):
+    loc = user_loc()
+    ctx = _ctx_of(x)
+    x = _tr(ctx, x, loc)
+    node = x._node
+    axes = normalize_axes(axis, node.aval.ndim, name, loc)
+    keepdims = bool(keepdims)
+    if name in ("sum", "prod"):
+        acc = np.dtype(dtype) if dtype is not None else _sum_dtype(node.dtype)
+        return ctx.emit(name, [ctx.cast(node, acc, loc)], {"axes": axes, "keepdims": keepdims}, loc)
+    if name in ("max", "min"):
+        return ctx.emit(name, [ctx.cast(node, node.dtype, loc)], {"axes": axes, "keepdims": keepdims}, loc)
+    if name in ("any", "all"):
+        return ctx.emit(name, [ctx.cast(node, np.bool_, loc)], {"axes": axes, "keepdims": keepdims}, loc)
+    if name == "mean":
+        return _mean(ctx, x, axes, keepdims, dtype, loc)
+    if name in ("var", "std"):
+        v = _var(ctx, x, axes, keepdims, dtype, ddof, loc)
+        return np.sqrt(v) if name == "std" else v
+    raise UnsupportedError(f"reduction {name!r}")
+
+
+def _count(shape, axes):
+    return int(np.prod([shape[a] for a in axes], dtype=np.int64))
+
+
+def _mean(ctx, x, axes, keepdims, dtype, loc):
+    f16 = dtype is None and x.dtype == np.float16
+    acc = np.dtype(np.float32) if f16 else (
+        np.dtype(dtype) if dtype is not None else
+        np.dtype(np.float64) if x.dtype.kind in "biu" else x.dtype)
+    s = reduction("sum", x, axes, keepdims, acc)
+    r = ctx.ufunc("divide", (s, _count(x.shape, axes)), loc)
+    r = r if r.dtype == s.dtype else r.astype(s.dtype)
+    return r.astype(np.float16) if f16 else r
+
+
+def _var(ctx, x, axes, keepdims, dtype, ddof, loc):
+    acc = np.dtype(dtype) if dtype is not None else (
+        np.dtype(np.float64) if x.dtype.kind in "biu" else None)
+    n = _count(x.shape, axes)
+    mean = reduction("sum", x, axes, True, acc if acc is not None else x.dtype)
+    mean = (mean / n).astype(mean.dtype)
+    d = x - mean
+    d = d * d
+    s = reduction("sum", d, axes, keepdims, acc if acc is not None else d.dtype)
+    return (s / max(n - ddof, 0)).astype(s.dtype)
+
+
+def _arg(name):
+    def fn(a, axis=None, out=None, *, keepdims=False):
+        _unsupported_kw(name, {"out": out})
+        loc = user_loc()
+        ctx = _ctx_of(a)
+        a = _tr(ctx, a, loc)
+        if axis is None:
+            flat = reshape(a, (-1,))
+            r = ctx.emit(name, [flat], {"axes": (0,), "keepdims": False}, loc)
+            return reshape(r, (1,) * a.ndim) if keepdims else r
+        ax = normalize_axis(axis, a.ndim, name, loc)
+        return ctx.emit(name, [a], {"axes": (ax,), "keepdims": bool(keepdims)}, loc)
+    return fn
+
+
+argmax = implements(np.argmax)(_arg("argmax"))
+argmin = implements(np.argmin)(_arg("argmin"))
+
+
+def _reducer(name):
+    def fn(a, axis=None, dtype=None, out=None, keepdims=False, ddof=0, **kwargs):
+        _unsupported_kw(name, dict(kwargs, out=out), ("initial_is_none",))
+        if kwargs.get("initial", np._NoValue) is not np._NoValue or \
+                kwargs.get("where", np._NoValue) not in (np._NoValue, True):
+            raise UnsupportedError(f"np.{name}: initial= and where= are not supported.")
+        return reduction(name, a, axis, keepdims, dtype, ddof)
+    return fn
+
+
+for _n, _fs in [("sum", (np.sum,)), ("prod", (np.prod,)), ("mean", (np.mean,)),
+                ("max", (np.max, np.amax)), ("min", (np.min, np.amin)),
+                ("any", (np.any,)), ("all", (np.all,)), ("var", (np.var,)), ("std", (np.std,))]:
+    implements(*_fs)(_reducer(_n))
+
+
+# -- elementwise functions ----------------------------------------------------------
+@implements(np.where)
+def where(cond, x=None, y=None):
+    loc = user_loc()
+    if x is None or y is None:
+        raise UnsupportedError(
+            f"np.where(cond) with one argument has a value-dependent shape{format_loc(loc)}; "
+            "use np.where(cond, x, y).")
+    ctx = _ctx_of(cond, x, y)
+    c = ctx.cast(cond, np.bool_, loc)
+    a, b = _cast_all(ctx, (x, y), loc)
+    return ctx.emit("where", [c, a, b], None, loc)
+
+
+@implements(np.clip)
+def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
+         max=np._NoValue, **kwargs):
+    _unsupported_kw("clip", dict(kwargs, out=out))
+    lo = a_min if a_min is not np._NoValue else min
+    hi = a_max if a_max is not np._NoValue else max
+    lo = None if lo is np._NoValue else lo
+    hi = None if hi is np._NoValue else hi
+    ctx = _ctx_of(a, lo, hi)
+    loc = user_loc()
+    parts = [p for p in (a, lo, hi) if p is not None]
+    nodes = _cast_all(ctx, parts, loc)
+    r = TracedArray(nodes[0], ctx)
+    k = 1
+    if lo is not None:
+        r = ctx.ufunc("maximum", (r, TracedArray(nodes[k], ctx)), loc)
+        k += 1
+    if hi is not None:
+        r = ctx.ufunc("minimum", (r, TracedArray(nodes[k], ctx)), loc)
+    return r
+
+
+@implements(np.astype)
+def astype(x, dtype, copy=True, casting="unsafe", **kw):
+    loc = user_loc()
+    ctx = _ctx_of(x)
+    dt = check_dtype(dtype, "astype", loc)
+    node = ctx.as_node(x, loc)
+    if node.dtype == dt and not node.aval.weak:
+        return TracedArray(node, ctx)
+    return ctx.emit("astype", [node], {"dtype": dt}, loc)
+
+
+@implements(np.round, np.around)
+def round_(a, decimals=0, out=None):
+    _unsupported_kw("round", {"out": out})
+    ctx = _ctx_of(a)
+    a = _tr(ctx, a, user_loc())
+    if a.dtype.kind in "biu":
+        return a if decimals >= 0 else UnsupportedError("round of integers with decimals < 0")
+    if decimals == 0:
+        return np.rint(a)
+    scale = 10.0 ** abs(decimals)
+    if decimals > 0:
+        return np.rint(a * scale) / scale
+    return np.rint(a / scale) * scale
+
+
+def _like_factory(kind):
+    def fn(a, *args, dtype=None, order="K", subok=True, shape=None, **kw):
+        loc = user_loc()
+        ctx = _ctx_of(a)
+        if kind == "full":
+            fill = args[0] if args else kw.pop("fill_value")
+        else:
+            fill = 1 if kind == "ones" else 0
+        dt = check_dtype(dtype if dtype is not None else a.dtype, f"np.{kind}_like", loc)
+        shape = tuple(a.shape) if shape is None else tuple(int(s) for s in np.atleast_1d(shape))
+        c = ctx.constant(np.asarray(fill, dtype=dt))
+        if not shape:
+            return TracedArray(c, ctx)
+        return ctx.emit("broadcast_to", [c], {"shape": shape}, loc)
+    return fn
+
+
+for _kind, _f in [("zeros", np.zeros_like), ("zeros", np.empty_like),
+                  ("ones", np.ones_like), ("full", np.full_like)]:
+    HANDLERS[_f] = _like_factory(_kind)
+
+
+@implements(np.shape)
+def _shape(a):
+    return tuple(a.shape)
+
+
+@implements(np.ndim)
+def _ndim(a):
+    return a.ndim
+
+
+@implements(np.size)
+def _size(a, axis=None):
+    return a.size if axis is None else a.shape[axis]
+
+
+# -- movement --------------------------------------------------------------------
+def _resolve_shape(shape, size, loc):
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    shape = tuple(int(s) for s in shape)
+    if shape.count(-1) > 1:
+        raise ShapeError(f"reshape: can only specify one unknown dimension, got {shape}{format_loc(loc)}.")
+    if -1 in shape:
+        known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+        if known == 0 or size % known:
+            raise ShapeError(f"reshape: cannot reshape an array of size {size} into shape "
+                             f"{shape}{format_loc(loc)}.")
+        shape = tuple(size // known if s == -1 else s for s in shape)
+    return shape
+
+
+@implements(np.reshape)
+def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    loc = user_loc()
+    if order != "C":
+        raise UnsupportedError(f"reshape: order={order!r} is not supported; only 'C'{format_loc(loc)}.")
+    ctx = _ctx_of(a)
+    a = _tr(ctx, a, loc)
+    shape = _resolve_shape(shape if shape is not None else newshape, a.size, loc)
+    if shape == a.shape:
+        return a
+    return ctx.emit("reshape", [a], {"shape": shape}, loc)
+
+
+@implements(np.transpose)
+def transpose(a, axes=None):
+    loc = user_loc()
+    ctx = _ctx_of(a)
+    a = _tr(ctx, a, loc)
+    if axes is None:
+        perm = tuple(reversed(range(a.ndim)))
+    else:
+        if len(axes) != a.ndim:
+            raise ShapeError(f"transpose: axes {tuple(axes)} do not match an array of "
+                             f"{a.ndim} dimensions{format_loc(loc)}.")
+        perm = tuple(normalize_axis(p, a.ndim, "transpose", loc) for p in axes)
+    if perm == tuple(range(a.ndim)):
+        return a
+    return ctx.emit("transpose", [a], {"perm": perm}, loc)
+
+
+@implements(np.swapaxes)
+def swapaxes(a, axis1, axis2):
+    loc = user_loc()
+    perm = list(range(a.ndim))
+    i, j = normalize_axis(axis1, a.ndim, "swapaxes", loc), normalize_axis(axis2, a.ndim, "swapaxes", loc)
+    perm[i], perm[j] = perm[j], perm[i]
+    return transpose(a, perm)
+
+
+@implements(np.moveaxis)
+def moveaxis(a, source, destination):
+    loc = user_loc()
+    src = normalize_axes(source, a.ndim, "moveaxis", loc) if not isinstance(source, int) else \
+        (normalize_axis(source, a.ndim, "moveaxis", loc),)
+    dst = [normalize_axis(d, a.ndim, "moveaxis", loc) for d in
+           (destination if isinstance(destination, (tuple, list)) else (destination,))]
+    if isinstance(source, (tuple, list)):
+        src = [normalize_axis(s, a.ndim, "moveaxis", loc) for s in source]
+    order = [n for n in range(a.ndim) if n not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return transpose(a, order)
+
+
+@implements(np.expand_dims)
+def expand_dims(a, axis):
+    loc = user_loc()
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    nd = a.ndim + len(axes)
+    axes = normalize_axes(axes, nd, "expand_dims", loc)
+    it = iter(a.shape)
+    shape = tuple(1 if i in axes else next(it) for i in range(nd))
+    return reshape(a, shape)
+
+
+@implements(np.squeeze)
+def squeeze(a, axis=None):
+    loc = user_loc()
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(a.shape) if d == 1)
+    else:
+        axes = normalize_axes(axis, a.ndim, "squeeze", loc)
+        for i in axes:
+            if a.shape[i] != 1:
+                raise ShapeError(f"squeeze: cannot select an axis to squeeze out which has size "
+                                 f"not equal to one: axis {i} of shape {a.shape}{format_loc(loc)}.")
+    return reshape(a, tuple(d for i, d in enumerate(a.shape) if i not in axes))
+
+
+@implements(np.ravel)
+def ravel(a, order="C"):
+    return reshape(a, (-1,), order)
+
+
+@implements(np.copy)
+def copy(a, order="K", subok=False):
+    return a
+
+
+@implements(np.broadcast_to)
+def broadcast_to(a, shape, subok=False):
+    loc = user_loc()
+    ctx = _ctx_of(a)
+    a = _tr(ctx, a, loc)
+    shape = tuple(int(s) for s in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
+    if shape == a.shape:
+        return a
+    return ctx.emit("broadcast_to", [a], {"shape": shape}, loc)
+
+
+@implements(np.broadcast_arrays)
+def broadcast_arrays(*args, subok=False):
+    shape = broadcast_shapes([np.shape(a) if not isinstance(a, TracedArray) else a.shape
+                              for a in args], "broadcast_arrays", user_loc())
+    return tuple(broadcast_to(a, shape) for a in args)
+
+
+@implements(np.flip)
+def flip(m, axis=None):
+    loc = user_loc()
+    axes = normalize_axes(axis, m.ndim, "flip", loc)
+    return getitem(m, tuple(slice(None, None, -1) if i in axes else slice(None)
+                            for i in range(m.ndim)))
+
+
+@implements(np.concatenate)
+def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    _unsupported_kw("concatenate", {"out": out})
+    loc = user_loc()
+    ctx = _ctx_of(arrays)
+    arrays = list(arrays)
+    if not arrays:
+        raise ShapeError(f"concatenate: need at least one array{format_loc(loc)}.")
+    if axis is None:
+        arrays = [ravel(_tr(ctx, a, loc)) for a in arrays]
+        axis = 0
+    nodes = _cast_all(ctx, arrays, loc, dtype)
+    nd = nodes[0].aval.ndim
+    if nd == 0:
+        raise ShapeError(f"concatenate: zero-dimensional arrays cannot be concatenated{format_loc(loc)}.")
+    for n in nodes:
+        if n.aval.ndim != nd:
+            raise ShapeError(
+                f"concatenate: all inputs must have the same number of dimensions; got "
+                f"{nodes[0].shape} and {n.shape}{format_loc(loc)}.")
+    ax = normalize_axis(axis, nd, "concatenate", loc)
+    if len(nodes) == 1:
+        return TracedArray(nodes[0], ctx)
+    return ctx.emit("concatenate", nodes, {"axis": ax}, loc)
+
+
+@implements(np.stack)
+def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    loc = user_loc()
+    ctx = _ctx_of(arrays)
+    arrays = [_tr(ctx, a, loc) for a in arrays]
+    if not arrays:
+        raise ShapeError(f"stack: need at least one array{format_loc(loc)}.")
+    shapes = {a.shape for a in arrays}
+    if len(shapes) != 1:
+        raise ShapeError(f"stack: all input arrays must have the same shape, got "
+                         f"{sorted(shapes)}{format_loc(loc)}.")
+    ax = normalize_axis(axis, arrays[0].ndim + 1, "stack", loc)
+    return concatenate([expand_dims(a, ax) for a in arrays], ax, out, dtype)
+
+
+@implements(np.hstack)
+def hstack(tup, *, dtype=None, casting="same_kind"):
+    arrs = [a if a.ndim else reshape(a, (1,)) for a in tup]
+    return concatenate(arrs, 0 if arrs[0].ndim == 1 else 1, dtype=dtype)
+
+
+@implements(np.vstack)
+def vstack(tup, *, dtype=None, casting="same_kind"):
+    arrs = [reshape(a, (1, -1)) if a.ndim < 2 else a for a in tup]
+    return concatenate(arrs, 0, dtype=dtype)
+
+
+@implements(np.pad)
+def pad(array, pad_width, mode="constant", **kwargs):
+    from .ops.movement import PAD_MODES
+    loc = user_loc()
+    ctx = _ctx_of(array)
+    a = _tr(ctx, array, loc)
+    if not isinstance(mode, str) or mode not in PAD_MODES:
+        raise UnsupportedError(f"np.pad: mode={mode!r} is not supported; expected one of "
+                               f"{PAD_MODES}{format_loc(loc)}.")
+    value = kwargs.pop("constant_values", 0)
+    if kwargs:
+        raise UnsupportedError(f"np.pad: arguments {sorted(kwargs)} are not supported{format_loc(loc)}.")
+    try:
+        widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (a.ndim, 2))
+    except ValueError:
+        raise ShapeError(f"np.pad: pad_width {pad_width!r} does not fit an array of "
+                         f"{a.ndim} dimensions{format_loc(loc)}.") from None
+    if (widths < 0).any():
+        raise ShapeError(f"np.pad: pad_width must be non-negative, got {pad_width!r}{format_loc(loc)}.")
+    if not np.isscalar(value):
+        raise UnsupportedError(f"np.pad: only a scalar constant_values is supported{format_loc(loc)}.")
+    widths = tuple((int(lo), int(hi)) for lo, hi in widths)
+    v = np.asarray(value).astype(a.dtype).item() if mode == "constant" else 0
+    return ctx.emit("pad", [a], {"pad_width": widths, "mode": mode, "value": v}, loc)
+
+
+# -- indexing ----------------------------------------------------------------------
+def _is_int_index(k):
+    return isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))
+
+
+def getitem(x, key):
+    loc = user_loc()
+    ctx = x._ctx
+    key = key if isinstance(key, tuple) else (key,)
+    for k in key:
+        if not (k is None or k is Ellipsis or isinstance(k, slice) or _is_int_index(k)):
+            raise UnsupportedError(
+                f"indexing with {type(k).__name__} (advanced or boolean indexing) is not "
+                f"supported inside @halojit.trace{format_loc(loc)}; use basic slices, ints, "
+                "None and ..., or np.where for masks.")
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise ShapeError(f"an index can only have a single ellipsis ('...'){format_loc(loc)}.")
+    if n_real > x.ndim:
+        raise ShapeError(f"too many indices: array is {x.ndim}-dimensional, but {n_real} were "
+                         f"indexed{format_loc(loc)}.")
+    expanded = []
+    for k in key:
+        if k is Ellipsis:
+            expanded.extend([slice(None)] * (x.ndim - n_real))
+        else:
+            expanded.append(k)
+    if Ellipsis not in key:
+        expanded.extend([slice(None)] * (x.ndim - n_real))
+    starts, steps, sizes, out_shape = [], [], [], []
+    axis = 0
+    for k in expanded:
+        if k is None:
+            out_shape.append(1)
+            continue
+        dim = x.shape[axis]
+        if isinstance(k, slice):
+            start, stop, step = k.indices(dim)
+            n = len(range(start, stop, step))
+            starts.append(start if n else 0)
+            steps.append(step if n else 1)
+            sizes.append(n)
+            out_shape.append(n)
+        else:
+            i = int(k)
+            if not -dim <= i < dim:
+                raise ShapeError(f"index {i} is out of bounds for axis {axis} with size {dim}"
+                                 f"{format_loc(loc)}.")
+            starts.append(i % dim)
+            steps.append(1)
+            sizes.append(1)
+        axis += 1
+    r = x
+    if tuple(sizes) != x.shape or any(s != 0 for s in starts) or any(t != 1 for t in steps):
+        r = ctx.emit("slice", [x], {"starts": tuple(starts), "steps": tuple(steps),
+                                    "shape": tuple(sizes)}, loc)
+    return reshape(r, tuple(out_shape))
+
+
+def setitem(x, key, value):
+    loc = user_loc()
+    if x._is_input:
+        raise TraceError(
+            f"item assignment writes into an input argument{format_loc(loc)}; traced functions "
+            "must not modify their inputs. Work on a copy, or build the result with np.where "
+            "or np.concatenate.")
+    raise UnsupportedError(
+        f"item assignment on traced arrays is not supported{format_loc(loc)}; build the "
+        "result with np.where, np.concatenate or np.pad instead.")
+
+
+# -- linear algebra -------------------------------------------------------------------
+@implements(np.matmul)
+def matmul(a, b):
+    loc = user_loc()
+    ctx = _ctx_of(a, b)
+    a, b = _tr(ctx, a, loc), _tr(ctx, b, loc)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"matmul: operands must have at least one dimension, got {a.shape} "
+                         f"and {b.shape}{format_loc(loc)}; use * for scalars.")
+    try:
+        in_dts = np.matmul.resolve_dtypes((a.dtype, b.dtype, None))[:2]
+    except Exception as e:
+        from ..errors import DTypeError
+        raise DTypeError(f"matmul: no loop for {a.dtype} and {b.dtype}{format_loc(loc)}: {e}") from None
+    a2 = reshape(a, (1, a.shape[0])) if a.ndim == 1 else a
+    b2 = reshape(b, (b.shape[0], 1)) if b.ndim == 1 else b
+    r = ctx.emit("matmul", [ctx.cast(a2, in_dts[0], loc), ctx.cast(b2, in_dts[1], loc)], None, loc)
+    if a.ndim == 1 or b.ndim == 1:
+        shape = r.shape[:-2] + ((r.shape[-2],) if a.ndim > 1 else ()) + ((r.shape[-1],) if b.ndim > 1 else ())
+        r = reshape(r, shape)
+    return r
+
+
+@implements(np.dot)
+def dot(a, b, out=None):
+    _unsupported_kw("dot", {"out": out})
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return np.multiply(a, b)
+    if np.ndim(b) <= 2:
+        return matmul(a, b)
+    raise UnsupportedError(f"np.dot with a {np.ndim(b)}-D second operand is not supported"
+                           f"{format_loc(user_loc())}; use np.matmul or np.einsum.")
+
+
+@implements(np.outer)
+def outer(a, b, out=None):
+    return np.multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
+
+
+@implements(np.vdot, np.inner)
+def _inner(a, b):
+    if np.ndim(a) == 1 and np.ndim(b) == 1:
+        return matmul(a, b)
+    raise UnsupportedError("np.inner/np.vdot are supported for 1-D operands only.")
+
+
+@implements(np.einsum)
+def einsum(subscripts, *operands, out=None, dtype=None, optimize=False, **kw):
+    from .einsum import einsum as _einsum
+    _unsupported_kw("einsum", dict(kw, out=out))
+    return _einsum(subscripts, operands, dtype)
+
+
+# -- methods -------------------------------------------------------------------------
+def _method_shape(args):
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return args
+
+
+def _install_methods():
+    T = TracedArray
+    for name in ("sum", "mean", "max", "min", "prod", "any", "all", "var", "std"):
+        setattr(T, name, (lambda n: lambda self, axis=None, dtype=None, out=None,
+                          keepdims=False, **kw: HANDLERS[getattr(np, n)](
+                              self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kw)
+                          if n not in ("max", "min", "any", "all") else
+                          HANDLERS[getattr(np, n)](self, axis=axis, out=out, keepdims=keepdims, **kw))(name))
+    T.argmax = lambda self, axis=None, out=None, *, keepdims=False: argmax(self, axis, out, keepdims=keepdims)
+    T.argmin = lambda self, axis=None, out=None, *, keepdims=False: argmin(self, axis, out, keepdims=keepdims)
+    T.reshape = lambda self, *shape, order="C": reshape(self, _method_shape(shape), order)
+    T.transpose = lambda self, *axes: transpose(self, _method_shape(axes) or None)
+    T.T = property(lambda self: transpose(self))
+    T.mT = property(lambda self: swapaxes(self, -1, -2))
+    T.astype = lambda self, dtype, order="K", casting="unsafe", subok=True, copy=True: astype(self, dtype)
+    T.clip = lambda self, min=None, max=None, out=None, **kw: clip(self, min, max, out, **kw)
+    T.squeeze = lambda self, axis=None: squeeze(self, axis)
+    T.flatten = lambda self, order="C": reshape(self, (-1,), order)
+    T.ravel = lambda self, order="C": reshape(self, (-1,), order)
+    T.copy = lambda self, order="C": self
+    T.swapaxes = swapaxes
+    T.dot = lambda self, b, out=None: dot(self, b, out)
+    T.round = lambda self, decimals=0, out=None: round_(self, decimals, out)
+    T.__getitem__ = getitem
+    T.__matmul__ = lambda self, other: matmul(self, other)
+    T.__rmatmul__ = lambda self, other: matmul(other, self)
+
+    def imatmul(self, other):
+        return self._assign(matmul(self, other), "an in-place `@=`")
+    T.__imatmul__ = imatmul
+
+
+_install_methods()

@@ -1,0 +1,69 @@
+"""Reductions: sum, prod, max, min, any, all (over ``axes``) and argmax,
+argmin (over one axis).
+
+The tracer casts the operand to the accumulation dtype numpy would use
+(``sum`` of int8 is int64, ``any`` works on bool), so a reduction's output
+dtype is its input dtype except for arg-reductions (int64). ``mean``, ``var``
+and ``std`` are composed from these in the tracer, the way numpy does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import ShapeError, format_loc
+from ..ir import AbstractArray
+from . import REDUCTION, OpDef, register
+
+REDUCERS = {
+    "sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
+    "any": np.any, "all": np.all,
+}
+ARG_REDUCERS = {"argmax": np.argmax, "argmin": np.argmin}
+_NO_IDENTITY = ("max", "min", "argmax", "argmin")
+
+
+def reduced_shape(shape, axes, keepdims):
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _infer(name):
+    def infer(avals, params, loc=None):
+        (a,) = avals
+        axes = params["axes"]
+        if name in _NO_IDENTITY and any(a.shape[i] == 0 for i in axes):
+            raise ShapeError(
+                f"{name}: zero-size array to a reduction with no identity: shape "
+                f"{a.shape}, axes {axes}{format_loc(loc)}; expected every reduced "
+                "axis to have at least one element."
+            )
+        dtype = np.dtype(np.int64) if name in ARG_REDUCERS else a.dtype
+        return AbstractArray(reduced_shape(a.shape, axes, params["keepdims"]), dtype)
+    return infer
+
+
+def _reference(name):
+    fn = REDUCERS[name]
+
+    def reference(arrays, params):
+        (a,) = arrays
+        return np.asarray(fn(a, axis=params["axes"], keepdims=params["keepdims"]))
+    return reference
+
+
+def _arg_reference(name):
+    fn = ARG_REDUCERS[name]
+
+    def reference(arrays, params):
+        (a,) = arrays
+        (axis,) = params["axes"]
+        return np.asarray(fn(a, axis=axis, keepdims=params["keepdims"])).astype(np.int64)
+    return reference
+
+
+for _name in REDUCERS:
+    register(OpDef(_name, REDUCTION, _infer(_name), _reference(_name)))
+for _name in ARG_REDUCERS:
+    register(OpDef(_name, REDUCTION, _infer(_name), _arg_reference(_name)))

@@ -1,0 +1,115 @@
+"""The simplification passes: constant folding, algebraic identities that are
+exact in IEEE and two's-complement arithmetic, CSE and dead-code elimination.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..ir import Const, Graph, Node, make_graph
+from ..ops import REGISTRY
+
+# Folding a broadcast of a scalar would store a huge constant: cap it.
+FOLD_MAX_ELEMENTS = 1 << 16
+
+
+def rebuild(graph: Graph, fn: Callable[[Node], Node | None]) -> Graph:
+    """Apply ``fn`` to each node (inputs already rebuilt); None keeps it."""
+    env: dict[Node, Node] = {}
+    for n in graph.nodes:
+        if n.op == "input":
+            env[n] = n
+            continue
+        inputs = tuple(env[i] for i in n.inputs)
+        m = n if all(a is b for a, b in zip(inputs, n.inputs)) else n.replace(inputs=inputs)
+        env[n] = fn(m) or m
+    return make_graph(graph.inputs, [env[o] for o in graph.outputs])
+
+
+def _const(n: Node):
+    return n.params["value"].value if n.op == "constant" else None
+
+
+def fold_constants(graph: Graph) -> Graph:
+    def fold(n: Node):
+        if n.op == "constant" or not n.inputs or any(i.op != "constant" for i in n.inputs):
+            return None
+        biggest = max(i.aval.size for i in n.inputs)
+        if n.aval.size > max(FOLD_MAX_ELEMENTS, biggest):
+            return None
+        with np.errstate(all="ignore"):
+            value = REGISTRY[n.op].reference([_const(i) for i in n.inputs], n.params)
+        value = np.asarray(value).astype(n.dtype, copy=False)
+        return Node("constant", (), {"value": Const(value)}, n.aval, n.loc)
+    return rebuild(graph, fold)
+
+
+def _identity_operand(n: Node):
+    """x for x+(-0.0), x+0 (ints), x-0, x*1, x/1, when the result aval is x's."""
+    if len(n.inputs) != 2:
+        return None
+    a, b = n.inputs
+    if a.aval.shape != n.aval.shape or a.dtype != n.dtype:
+        return None
+    c = _const(b)
+    if c is None:
+        return None
+    is_float = c.dtype.kind == "f"
+    if n.op in ("multiply", "divide") and np.all(c == 1):
+        return a
+    if n.op == "subtract" and np.all(c == 0) and (not is_float or not np.any(np.signbit(c))):
+        return a  # x - (+0.0) == x, also for x = -0.0
+    if n.op == "add" and np.all(c == 0) and (not is_float or np.all(np.signbit(c))):
+        return a  # x + (-0.0) == x; x + 0.0 would turn -0.0 into +0.0
+    return None
+
+
+def simplify(graph: Graph) -> Graph:
+    def simp(n: Node):
+        x = _identity_operand(n)
+        if x is not None:
+            return x
+        if n.op == "astype" and n.inputs[0].dtype == n.dtype and not n.inputs[0].aval.weak:
+            return n.inputs[0]
+        if n.op in ("negative", "logical_not") and n.inputs[0].op == n.op and \
+                n.inputs[0].inputs[0].aval == n.aval:
+            return n.inputs[0].inputs[0]
+        if n.op == "reshape":
+            src = n.inputs[0]
+            if src.op == "reshape":
+                src = src.inputs[0]
+            if src.shape == n.shape:
+                return src
+            if src is not n.inputs[0]:
+                return n.replace(inputs=(src,))
+        if n.op == "transpose" and n.inputs[0].op == "transpose":
+            inner = n.inputs[0]
+            perm = tuple(inner.params["perm"][p] for p in n.params["perm"])
+            src = inner.inputs[0]
+            if perm == tuple(range(len(perm))):
+                return src
+            return n.replace(inputs=(src,), params={"perm": perm})
+        if n.op == "power" and n.dtype.kind == "f":
+            c = _const(n.inputs[1])
+            if c is not None and c.ndim == 0 and c == 2 and n.inputs[0].aval == n.aval:
+                return Node("square", (n.inputs[0],), {}, n.aval, n.loc)
+        return None
+    return rebuild(graph, simp)
+
+
+def eliminate_common_subexpressions(graph: Graph) -> Graph:
+    seen: dict[str, Node] = {}
+
+    def cse(n: Node):
+        k = n.key
+        if k in seen:
+            return seen[k]
+        seen[k] = n
+        return None
+    return rebuild(graph, cse)
+
+
+def eliminate_dead_code(graph: Graph) -> Graph:
+    return make_graph(graph.inputs, graph.outputs)

@@ -1,0 +1,410 @@
+"""The tracer: ``TracedArray`` stands in for numpy arrays while a function
+runs, dispatching ufuncs and numpy functions to graph nodes.
+
+``TraceContext`` owns one trace: its input nodes, arrays bound from
+globals/closures, weak-scalar range checks, and (``eager``) the concrete
+value of every node for ``symbolic=False`` and replayed functions.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ..errors import DTypeError, TraceError, TraceWarning, UnsupportedError, format_loc
+from .ir import AbstractArray, Const, Node
+from .ops import get as get_op
+from .ops.elementwise import UFUNCS, resolve_ufunc
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_NUMPY_DIR = os.path.dirname(np.__file__)
+_state = threading.local()
+
+SUPPORTED_KINDS = "biuf"
+
+
+def user_loc() -> str | None:
+    """file:line of the innermost frame outside halojit and numpy."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not (fn.startswith(_PKG_DIR) or fn.startswith(_NUMPY_DIR) or fn.startswith("<__array_function__")):
+            return f"{os.path.basename(fn)}:{f.f_lineno}"
+        f = f.f_back
+    return None
+
+
+def current() -> "TraceContext | None":
+    return getattr(_state, "ctx", None)
+
+
+def check_dtype(dtype, what: str, loc=None) -> np.dtype:
+    dt = np.dtype(dtype)
+    if dt.kind not in SUPPORTED_KINDS or dt.itemsize > 8:
+        raise DTypeError(
+            f"{what}: dtype {dt} is not supported{format_loc(loc)}; expected bool, "
+            "int8..int64, uint8..uint64, float16, float32 or float64."
+        )
+    return dt
+
+
+class Binding:
+    """Where a bound (non-captured) global or closure array is re-read from."""
+
+    __slots__ = ("kind", "ref", "name")
+
+    def __init__(self, kind, ref, name):
+        self.kind, self.ref, self.name = kind, ref, name
+
+    def read(self):
+        if self.kind == "global":
+            return self.ref[self.name]
+        return self.ref.cell_contents
+
+
+class TraceContext:
+    def __init__(self, fn, symbolic=True, capture_as_const=False, eager=False):
+        self.fn = fn
+        self.symbolic = symbolic
+        self.capture_as_const = capture_as_const
+        self.eager = eager or not symbolic
+        self.inputs: list[Node] = []
+        self.input_values: list[np.ndarray] = []  # concrete, when eager
+        self.bindings: list[Binding] = []
+        self.bound_ids: dict[int, Node] = {}
+        self.weak_checks: list[tuple[int, np.dtype]] = []
+        self.values: dict[Node, np.ndarray] = {}
+        self.value_branches = 0
+        self.uses_exclude = False
+        self._names = self._binding_names(fn)
+
+    # -- inputs -----------------------------------------------------------
+    def add_input(self, aval: AbstractArray, value=None, name=None) -> "TracedArray":
+        node = Node("input", (), {"index": len(self.inputs)}, aval, None)
+        self.inputs.append(node)
+        self.input_values.append(value)
+        if self.eager:
+            self.values[node] = value
+        t = TracedArray(node, self)
+        t._is_input = True
+        return t
+
+    @staticmethod
+    def _binding_names(fn) -> dict[int, Binding]:
+        out: dict[int, Binding] = {}
+        fn = getattr(fn, "__wrapped__", fn)
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            return out
+        glb = getattr(fn, "__globals__", {})
+        for name in code.co_names:
+            v = glb.get(name)
+            if isinstance(v, np.ndarray):
+                out.setdefault(id(v), Binding("global", glb, name))
+        for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            if isinstance(v, np.ndarray):
+                out.setdefault(id(v), Binding("cell", cell, name))
+        return out
+
+    # -- operands ----------------------------------------------------------
+    def as_node(self, x, loc=None) -> Node:
+        if isinstance(x, Node):
+            return x
+        if isinstance(x, TracedArray):
+            if x._ctx is not self:
+                raise TraceError(
+                    f"a traced array from another trace was used here{format_loc(loc)}; "
+                    "traced arrays must not escape their function (return them instead)."
+                )
+            return x._node
+        if isinstance(x, np.generic):
+            check_dtype(x.dtype, "operand", loc)
+            return self.constant(np.asarray(x))
+        if isinstance(x, (bool, int, float)):
+            dt = np.bool_ if isinstance(x, bool) else np.int64 if isinstance(x, int) else np.float64
+            if dt is np.int64 and not (-2**63 <= x < 2**63):
+                raise DTypeError(f"Python integer {x} does not fit in int64{format_loc(loc)}.")
+            return self.constant(np.asarray(x, dtype=dt), weak=True)
+        if isinstance(x, np.ndarray):
+            check_dtype(x.dtype, "operand", loc)
+            return self._array_operand(x)
+        if isinstance(x, (list, tuple)):
+            arr = np.asarray(x)
+            check_dtype(arr.dtype, "operand", loc)
+            return self.constant(arr)
+        raise DTypeError(
+            f"expected an array or a real scalar as operand, got {type(x).__name__}{format_loc(loc)}."
+        )
+
+    def _array_operand(self, arr: np.ndarray) -> Node:
+        if not self.capture_as_const:
+            binding = self._names.get(id(arr))
+            if binding is not None:
+                node = self.bound_ids.get(id(arr))
+                if node is None:
+                    node = self.add_input(AbstractArray(arr.shape, arr.dtype), arr)._node
+                    node.params["bound"] = binding.name
+                    self.bindings.append(binding)
+                    self.bound_ids[id(arr)] = node
+                return node
+        return self.constant(arr)
+
+    def constant(self, value: np.ndarray, weak=False) -> Node:
+        aval = AbstractArray(value.shape, value.dtype, weak)
+        node = Node("constant", (), {"value": Const(value)}, aval, None)
+        if self.eager:
+            self.values[node] = node.params["value"].value
+        return node
+
+    # -- emitting ------------------------------------------------------------
+    def emit(self, op: str, inputs, params=None, loc=None) -> "TracedArray":
+        loc = loc or user_loc()
+        nodes = [self.as_node(x, loc) for x in inputs]
+        params = dict(params or {})
+        opdef = get_op(op)
+        aval = opdef.infer([n.aval for n in nodes], params, loc)
+        node = Node(op, nodes, params, aval, loc)
+        if self.eager:
+            with np.errstate(all="ignore"):
+                self.values[node] = opdef.reference([self.values[n] for n in nodes], params)
+        return TracedArray(node, self)
+
+    def cast(self, x, dtype, loc=None) -> Node:
+        """``x`` as ``dtype``; a weak scalar input gets numpy's range check."""
+        node = self.as_node(x, loc)
+        dtype = np.dtype(dtype)
+        if node.dtype == dtype and not node.aval.weak:
+            return node
+        if node.aval.weak and node.dtype.kind in "iu" and dtype.kind in "iu":
+            if node.op == "constant":
+                value = node.params["value"].value
+                np.asarray(int(value), dtype=dtype)  # OverflowError, exactly as numpy
+            elif node.op == "input":
+                self.weak_checks.append((node.params["index"], dtype))
+        if node.dtype == dtype and node.op == "constant":
+            return self.constant(node.params["value"].value)
+        return self.emit("astype", [node], {"dtype": dtype}, loc)._node
+
+    def ufunc(self, name: str, operands, loc=None) -> "TracedArray":
+        loc = loc or user_loc()
+        nodes = [self.as_node(x, loc) for x in operands]
+        in_dts, _, weak = resolve_ufunc(name, [n.aval for n in nodes], loc)
+        if not weak:
+            nodes = [self.cast(n, dt, loc) for n, dt in zip(nodes, in_dts)]
+        return self.emit(name, nodes, None, loc)
+
+    def value_of(self, node: Node, loc=None, why="") -> np.ndarray:
+        if not self.eager:
+            raise TraceError(
+                f"{why} needs the value of a traced array{format_loc(loc)}, but symbolic "
+                "tracing only knows shapes and dtypes. Use np.where for value-dependent "
+                "choices, make the condition a static keyword argument, or trace with "
+                "symbolic=False to freeze the first call's path."
+            )
+        self.value_branches += 1
+        return self.values[node]
+
+
+class TracedArray:
+    """A numpy-like array inside a trace; every operation records a node."""
+
+    __array_priority__ = 1000
+    __hash__ = None
+
+    def __init__(self, node: Node, ctx: TraceContext):
+        self._node = node
+        self._ctx = ctx
+        self._is_input = False
+
+    # -- attributes ------------------------------------------------------------
+    shape = property(lambda self: self._node.shape)
+    dtype = property(lambda self: self._node.dtype)
+    ndim = property(lambda self: self._node.aval.ndim)
+    size = property(lambda self: self._node.aval.size)
+    itemsize = property(lambda self: self._node.dtype.itemsize)
+    nbytes = property(lambda self: self._node.aval.size * self._node.dtype.itemsize)
+
+    def __repr__(self):
+        return f"TracedArray({self._node.aval})"
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d traced array)")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d traced array")
+        return (self[i] for i in range(self.shape[0]))
+
+    # -- values: only when eager -----------------------------------------------
+    def _value(self, why):
+        return self._ctx.value_of(self._node, user_loc(), why)
+
+    def __bool__(self):
+        v = self._value("a Python branch or bool()")
+        return bool(v)
+
+    def __int__(self):
+        return int(self._value("int()"))
+
+    def __float__(self):
+        return float(self._value("float()"))
+
+    def __index__(self):
+        if self.dtype.kind not in "iu":
+            raise TypeError("only integer arrays can be used as an index")
+        return int(self._value("using a traced array as a Python index"))
+
+    def __complex__(self):
+        return complex(self._value("complex()"))
+
+    def item(self, *args):
+        return self._value(".item()").item(*args)
+
+    def tolist(self):
+        return self._value(".tolist()").tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        v = self._value("converting to a numpy array (np.asarray)")
+        return np.asarray(v, dtype=dtype)
+
+    # -- numpy protocols --------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from .numpy_api import apply_ufunc
+        return apply_ufunc(self._ctx, ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from .numpy_api import HANDLERS
+        handler = HANDLERS.get(func)
+        if handler is None:
+            name = getattr(func, "__module__", "numpy").replace("numpy", "np", 1)
+            raise UnsupportedError(
+                f"{name}.{func.__name__} is not supported inside @halojit.trace"
+                f"{format_loc(user_loc())}; compute it outside the traced function or in "
+                "a `with halojit.exclude_from_trace():` block."
+            )
+        return handler(*args, **kwargs)
+
+    # -- writes ------------------------------------------------------------------
+    def __setitem__(self, key, value):
+        from .numpy_api import setitem
+        setitem(self, key, value)
+
+    def _assign(self, other: "TracedArray", what: str):
+        if self._is_input:
+            raise TraceError(
+                f"{what} writes into an input argument{format_loc(user_loc())}; traced "
+                "functions must not modify their inputs. Work on a copy: `x = x.copy()` or "
+                "`y = x + 1`."
+            )
+        self._node = other._node
+        return self
+
+
+def _binary(name, reflected=False):
+    def op(self, other):
+        operands = (other, self) if reflected else (self, other)
+        if not isinstance(other, (TracedArray, np.ndarray, np.generic, bool, int, float, list, tuple)):
+            return NotImplemented
+        return self._ctx.ufunc(name, operands)
+    return op
+
+
+def _inplace(name):
+    def op(self, other):
+        return self._assign(self._ctx.ufunc(name, (self, other)), f"an in-place `{name}`")
+    return op
+
+
+for _dunder, _ufunc in [
+    ("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("truediv", "divide"),
+    ("floordiv", "floor_divide"), ("mod", "remainder"), ("pow", "power"),
+    ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
+    ("lshift", "left_shift"), ("rshift", "right_shift"),
+]:
+    setattr(TracedArray, f"__{_dunder}__", _binary(_ufunc))
+    setattr(TracedArray, f"__r{_dunder}__", _binary(_ufunc, reflected=True))
+    setattr(TracedArray, f"__i{_dunder}__", _inplace(_ufunc))
+for _dunder, _ufunc in [("eq", "equal"), ("ne", "not_equal"), ("lt", "less"),
+                        ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal")]:
+    setattr(TracedArray, f"__{_dunder}__", _binary(_ufunc))
+for _dunder, _ufunc in [("neg", "negative"), ("pos", "positive"), ("abs", "absolute"),
+                        ("invert", "invert")]:
+    setattr(TracedArray, f"__{_dunder}__", (lambda u: lambda self: self._ctx.ufunc(u, (self,)))(_ufunc))
+
+
+def _divmod(self, other):
+    return (self // other, self % other)
+
+
+def _rdivmod(self, other):
+    return (other // self, other % self)
+
+
+TracedArray.__divmod__ = _divmod
+TracedArray.__rdivmod__ = _rdivmod
+
+
+class trace_context:
+    """Installs ``ctx`` as the current trace of this thread."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def __enter__(self):
+        self.prev = current()
+        _state.ctx = self.ctx
+        return self.ctx
+
+    def __exit__(self, *exc):
+        _state.ctx = self.prev
+
+
+def warn_symbolic_false(fn_name: str, branches: int):
+    warnings.warn(
+        f"halojit.trace({fn_name}, symbolic=False): the first call ran eagerly and its "
+        f"graph is replayed on later calls; {branches} value-dependent Python decision(s) "
+        "were frozen to the first call's outcome.",
+        TraceWarning,
+        stacklevel=4,
+    )
+
+
+class exclude_from_trace:
+    """``with halojit.exclude_from_trace():`` runs its block in Python on every call.
+
+    A function that uses it is replayed: its body runs at each call with
+    concrete values, and the block sees real numpy arrays via ``np.asarray``.
+    """
+
+    def __enter__(self):
+        ctx = current()
+        if ctx is not None:
+            ctx.uses_exclude = True
+            if not ctx.eager:
+                raise _NeedsReplay()
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _NeedsReplay(Exception):
+    """Raised inside a symbolic trace that meets ``exclude_from_trace``."""
+
+
+def is_array_leaf(x: Any) -> bool:
+    return isinstance(x, (TracedArray, np.ndarray, np.generic))
+
+
+from . import numpy_api as _numpy_api  # noqa: E402,F401  (installs methods and handlers)
