@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import config as _config
+from .config import BACKENDS, _parse_backend, get_config
 from .errors import DTypeError, HalojitError, ShapeError, TraceError, UnsupportedError
 from .graph import tracer as _tracer
 from .graph.interpret import interpret, last_uses
@@ -25,7 +25,7 @@ OPT_LEVELS = (0, 1, 2, 3)
 
 
 def _log(msg: str):
-    if _config.get_config().log:
+    if get_config().log:
         print(f"[halojit] {msg}", file=sys.stderr, flush=True)
 
 
@@ -119,13 +119,13 @@ class TracedFunction:
                  capture_as_const=False, target=None, autoscheduler=None):
         if opt_level not in OPT_LEVELS:
             raise ValueError(f"trace: opt_level must be one of {OPT_LEVELS}, got {opt_level!r}.")
-        cfg = _config.get_config()
+        cfg = get_config()
         if backend is None:
             backend = cfg.backend if opt_level >= 3 else "numpy"
         else:
-            backend = _config._parse_backend(str(backend)) if isinstance(backend, str) else None
+            backend = _parse_backend(str(backend)) if isinstance(backend, str) else None
             if backend is None:
-                raise ValueError(f"trace: backend must be one of {_config.BACKENDS}.")
+                raise ValueError(f"trace: backend must be one of {BACKENDS}.")
         self.fn = fn
         self.opt_level = opt_level
         self.backend = backend
@@ -194,7 +194,25 @@ class TracedFunction:
         avals = [a for _, a in converted]
         if self._replay:
             return self._run_replay(values, avals, kwargs, out)
-        key = self._key(avals, kwargs)
+        spec = self._cache.get(self._key(avals, kwargs))
+        if spec is not None and not spec.bindings:
+            self._stats["hits"] += 1  # the fast path
+            return self._run(spec, values, out)
+        first = []
+        spec = self._get_spec(values, avals, kwargs, None, first)
+        if spec is None:
+            return self._run_replay(values, avals, kwargs, out)
+        if first and first[0] is not None:
+            return self._finish(spec, first[0], values, out)
+        return self._run(spec, values, out)
+
+    def _get_spec(self, values, avals, kwargs, target=None, first=None):
+        """The specialization for these arguments, traced and built on a miss.
+
+        ``first`` receives the eager results of a symbolic=False first call.
+        Returns None when the function must be replayed (exclude_from_trace).
+        """
+        key = self._key(avals, kwargs, target)
         spec = self._cache.get(key)
         if spec is not None:
             stale = spec.check_bindings()
@@ -203,21 +221,21 @@ class TracedFunction:
                 with self._lock:
                     self._cache.pop(key, None)
                 spec = None
-        if spec is None:
-            self._stats["misses"] += 1
-            with self._lock:
-                spec = self._cache.get(key)
-                if spec is None:
-                    _log(f"{self.__name__}: cache miss ({self._miss_reason(key)})")
-                    spec, first = self._specialize(key, values, avals, kwargs)
-                    if spec is None:  # switched to replay mode
-                        return self._run_replay(values, avals, kwargs, out)
-                    self._cache[key] = spec
-                    if first is not None:
-                        return self._finish(spec, first, values, out)
-        else:
+        if spec is not None:
             self._stats["hits"] += 1
-        return self._run(spec, values, out)
+            return spec
+        self._stats["misses"] += 1
+        with self._lock:
+            spec = self._cache.get(key)
+            if spec is None:
+                _log(f"{self.__name__}: cache miss ({self._miss_reason(key)})")
+                spec, eager = self._specialize(key, values, avals, kwargs, target)
+                if spec is None:
+                    return None
+                self._cache[key] = spec
+                if first is not None:
+                    first.append(eager)
+        return spec
 
     def _run(self, spec: Specialization, values, out):
         for idx, dt in spec.weak_checks:
@@ -246,7 +264,7 @@ class TracedFunction:
         self._stats["traces"] += 1
         return ctx, nodes, treedef
 
-    def _specialize(self, key, values, avals, kwargs):
+    def _specialize(self, key, values, avals, kwargs, target=None):
         t0 = time.perf_counter()
         eager = not self.symbolic
         try:
@@ -263,7 +281,7 @@ class TracedFunction:
             _tracer.warn_symbolic_false(self.__name__, ctx.value_branches)
         graph = make_graph(ctx.inputs, nodes)
         graph = optimize(graph, self.opt_level)
-        executor = self._build(graph)
+        executor = self._build(graph, target or self.target)
         spec = Specialization(
             key=key, graph=graph, treedef=treedef, bindings=list(ctx.bindings),
             binding_avals=[n.aval for n in ctx.inputs[len(values):]],
@@ -274,10 +292,10 @@ class TracedFunction:
              f"({', '.join(map(str, avals))}) in {spec.build_seconds * 1e3:.1f} ms")
         return spec, first
 
-    def _build(self, graph: Graph):
+    def _build(self, graph: Graph, target: str):
         if self.backend == "halide" and self.opt_level >= 3:
             from .generators.build import build_halide_executor
-            return build_halide_executor(graph, self.target, self.autoscheduler)
+            return build_halide_executor(graph, target, self.autoscheduler)
         return NumpyExecutor(graph, self.opt_level)
 
     def _run_replay(self, values, avals, kwargs, out):

@@ -76,6 +76,9 @@ def apply_ufunc(ctx, ufunc, method, inputs, kwargs):
     ctx = _ctx_of(*inputs) or ctx
     out = kwargs.pop("out", None)
     name = ufunc.__name__
+    for o in (out if isinstance(out, tuple) else (out,)):
+        if isinstance(o, TracedArray):
+            o._check_writable(f"np.{name}(..., out=...)")
     if method == "reduce" and name in _REDUCE_UFUNCS:
         axis = kwargs.pop("axis", 0)
         _unsupported_kw(f"{name}.reduce", kwargs, ("keepdims", "dtype"))
@@ -103,9 +106,7 @@ def apply_ufunc(ctx, ufunc, method, inputs, kwargs):
             raise UnsupportedError(
                 f"np.{name}(..., out=...) into a non-traced array is not supported inside "
                 f"@halojit.trace{format_loc(loc)}; return the result instead.")
-        target = outs[0]
-        return target._assign(result.astype(target.dtype) if result.dtype != target.dtype
-                              else result, f"np.{name}(..., out=...)")
+        return outs[0]._assign(result, f"np.{name}(..., out=...)")
     return result
 
 
@@ -674,6 +675,7 @@ def _install_methods():
     T.__rmatmul__ = lambda self, other: matmul(other, self)
 
     def imatmul(self, other):
+        self._check_writable("an in-place `@=`")
         return self._assign(matmul(self, other), "an in-place `@=`")
     T.__imatmul__ = imatmul
 

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DTypeError, TraceError, TraceWarning, UnsupportedError, format_loc
+from ..errors import (DTypeError, ShapeError, TraceError, TraceWarning, UnsupportedError,
+                      format_loc)
 from .ir import AbstractArray, Const, Node
 from .ops import get as get_op
 from .ops.elementwise import UFUNCS, resolve_ufunc
@@ -197,10 +198,53 @@ class TraceContext:
     def ufunc(self, name: str, operands, loc=None) -> "TracedArray":
         loc = loc or user_loc()
         nodes = [self.as_node(x, loc) for x in operands]
+        if name in _COMPARISONS:
+            r = self._compare_python_int(name, nodes, loc)
+            if r is not None:
+                return r
         in_dts, _, weak = resolve_ufunc(name, [n.aval for n in nodes], loc)
         if not weak:
             nodes = [self.cast(n, dt, loc) for n, dt in zip(nodes, in_dts)]
         return self.emit(name, nodes, None, loc)
+
+    def _compare_python_int(self, name, nodes, loc) -> "TracedArray | None":
+        """numpy 2 compares an integer array with a Python int exactly, even
+        out of the array's range (``x_uint8 < -1`` is all False, no error)."""
+        if len(nodes) != 2 or [n.aval.weak for n in nodes].count(True) != 1:
+            return None
+        k = 0 if nodes[0].aval.weak else 1
+        s, x = nodes[k], nodes[1 - k]
+        if s.dtype.kind != "i" or x.dtype.kind not in "iu" or x.dtype == np.int64:
+            return None
+        if k == 0:
+            name = _FLIPPED[name]
+        above, below = _COMPARISONS[name]
+        info = np.iinfo(x.dtype)
+        if s.op == "constant":
+            v = int(s.params["value"].value)
+            if info.min <= v <= info.max:
+                return None
+            c = self.constant(np.asarray(above if v > info.max else below))
+            if not x.shape:
+                return TracedArray(c, self)
+            return self.emit("broadcast_to", [c], {"shape": x.shape}, loc)
+        # A weak int input: its value is known only at call time.
+        i64 = np.dtype(np.int64)
+        s = self.emit("astype", [s], {"dtype": i64}, loc)._node
+        clipped, masks = s, []
+        if info.min > np.iinfo(i64).min:
+            lo = self.constant(np.asarray(info.min, i64))
+            masks.append((self.emit("less", [s, lo], None, loc)._node, below))
+            clipped = self.emit("maximum", [clipped, lo], None, loc)._node
+        if info.max < np.iinfo(i64).max:
+            hi = self.constant(np.asarray(info.max, i64))
+            masks.append((self.emit("greater", [s, hi], None, loc)._node, above))
+            clipped = self.emit("minimum", [clipped, hi], None, loc)._node
+        clipped = self.emit("astype", [clipped], {"dtype": x.dtype}, loc)._node
+        r = self.emit(name, [x, clipped], None, loc)
+        for mask, value in masks:
+            r = self.emit("where", [mask, self.constant(np.asarray(value)), r], None, loc)
+        return r
 
     def value_of(self, node: Node, loc=None, why="") -> np.ndarray:
         if not self.eager:
@@ -212,6 +256,15 @@ class TraceContext:
             )
         self.value_branches += 1
         return self.values[node]
+
+
+# comparison -> (result where the Python int is above the array dtype's
+# range, result where it is below), with the array on the left.
+_COMPARISONS = {"equal": (False, False), "not_equal": (True, True), "less": (True, False),
+                "less_equal": (True, False), "greater": (False, True),
+                "greater_equal": (False, True)}
+_FLIPPED = {"equal": "equal", "not_equal": "not_equal", "less": "greater",
+            "less_equal": "greater_equal", "greater": "less", "greater_equal": "less_equal"}
 
 
 class TracedArray:
@@ -300,13 +353,31 @@ class TracedArray:
         from .numpy_api import setitem
         setitem(self, key, value)
 
-    def _assign(self, other: "TracedArray", what: str):
+    def _check_writable(self, what: str):
         if self._is_input:
             raise TraceError(
                 f"{what} writes into an input argument{format_loc(user_loc())}; traced "
                 "functions must not modify their inputs. Work on a copy: `x = x.copy()` or "
                 "`y = x + 1`."
             )
+
+    def _assign(self, other: "TracedArray", what: str):
+        """Store ``other`` into this array as numpy's ``out=`` does: same shape,
+        result cast with casting='same_kind'."""
+        self._check_writable(what)
+        loc = user_loc()
+        if other.shape != self.shape:
+            raise ShapeError(
+                f"{what}: the result has shape {other.shape}, but is written into an array "
+                f"of shape {self.shape}{format_loc(loc)}; an in-place result cannot change "
+                "the shape. Write `x = x + y` instead.")
+        if other.dtype != self.dtype:
+            if not np.can_cast(other.dtype, self.dtype, "same_kind"):
+                raise DTypeError(
+                    f"{what}: cannot cast the result from {other.dtype} to {self.dtype} with "
+                    f"casting rule 'same_kind'{format_loc(loc)}, as numpy; write "
+                    "`x = x + y` to get the promoted dtype.")
+            other = self._ctx.emit("astype", [other], {"dtype": self.dtype}, loc)
         self._node = other._node
         return self
 
@@ -322,6 +393,7 @@ def _binary(name, reflected=False):
 
 def _inplace(name):
     def op(self, other):
+        self._check_writable(f"an in-place `{name}`")
         return self._assign(self._ctx.ufunc(name, (self, other)), f"an in-place `{name}`")
     return op
 
@@ -351,8 +423,25 @@ def _rdivmod(self, other):
     return (other // self, other % self)
 
 
+def _pow(self, other):
+    # ndarray.__pow__ computes x ** 2 (an exact Python int) as np.square,
+    # which differs from np.power for bool (int8, not int64): mirror it.
+    if type(other) is int and other == 2:
+        return self._ctx.ufunc("square", (self,))
+    return _binary("power")(self, other)
+
+
 TracedArray.__divmod__ = _divmod
 TracedArray.__rdivmod__ = _rdivmod
+TracedArray.__pow__ = _pow
+
+
+def _ipow(self, other):
+    self._check_writable("an in-place `power`")
+    return self._assign(_pow(self, other), "an in-place `power`")
+
+
+TracedArray.__ipow__ = _ipow
 
 
 class trace_context:

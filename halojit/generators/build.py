@@ -1,0 +1,208 @@
+"""An optimized graph -> a HalideExecutor: fusion groups, one kernel each
+(from the disk cache or compiled in worker processes), and one C++ Plan that
+runs them all in a single call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..config import get_config
+from ..graph.fusion import Group, group_graph, group_key, partition
+from ..graph.ir import Graph, Node
+from ..runtime.cache import halide_version, is_valid_so, kernel_dir
+from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, parse_autoscheduler
+
+# Bump when lowering changes what a cached kernel computes.
+CODEGEN_VERSION = "1"
+
+
+def _log(msg):
+    if get_config().log:
+        print(f"[halojit] {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class KernelInfo:
+    """One fusion group's kernel, for introspection."""
+
+    group: Group
+    fn_name: str
+    so_path: Path
+    spec: str
+    cached: bool
+    compile_seconds: float
+    stmt_path: str | None = None
+    schedule_path: str | None = None
+
+    @property
+    def ops(self) -> list[str]:
+        return [n.op for n in self.group.nodes]
+
+    @property
+    def schedule(self) -> str:
+        return _read(self.schedule_path)
+
+    @property
+    def stmt(self) -> str:
+        return _read(self.stmt_path)
+
+
+def _read(path):
+    try:
+        return Path(path).read_text() if path else ""
+    except OSError:
+        return ""
+
+
+def default_spec(group: Group) -> ScheduleSpec:
+    # Adams2019 everywhere for now; templates for reductions and matmul
+    # are chosen by measurement in schedules/ (see the benchmark suite).
+    return make_spec("Adams2019")
+
+
+def kernel_name(local: Graph, spec: ScheduleSpec, target) -> str:
+    from .. import __version__
+    h = hashlib.blake2b(digest_size=12)
+    for part in (group_key(local), spec.key, str(target), halide_version(), __version__,
+                 CODEGEN_VERSION):
+        h.update(part.encode())
+        h.update(b"|")
+    return "hj_" + h.hexdigest()
+
+
+def compile_kernels(groups: list[Group], target, autoscheduler=None) -> list[KernelInfo]:
+    """A loaded-ready KernelInfo per group: cached .so files are reused,
+    missing ones are compiled together (in parallel workers)."""
+    from .worker import compile_groups
+    user_spec = parse_autoscheduler(autoscheduler)
+    out_dir = kernel_dir(target)
+    infos: list[KernelInfo | None] = []
+    requests, pending = [], []
+    for k, g in enumerate(groups):
+        local = group_graph(g)
+        spec = user_spec or default_spec(g)
+        fn = kernel_name(local, spec, target)
+        so = out_dir / f"{fn}.so"
+        meta = out_dir / f"{fn}.json"
+        if is_valid_so(so, fn) and meta.exists():
+            try:
+                info = json.loads(meta.read_text())
+                infos.append(KernelInfo(g, fn, so, info["spec"], True, 0.0,
+                                        info.get("stmt"), info.get("schedule")))
+                _log(f"kernel {fn} ({len(g.nodes)} ops): disk cache hit")
+                continue
+            except (ValueError, KeyError):
+                pass  # unreadable sidecar: rebuild
+        infos.append(None)
+        pending.append(k)
+        requests.append({"graph": local, "fn_name": fn, "target": str(target),
+                         "specs": fallback_chain(spec), "out_dir": str(out_dir)})
+        _log(f"kernel {fn} ({len(g.nodes)} ops: {', '.join(n.op for n in g.nodes[:6])}"
+             f"{'...' if len(g.nodes) > 6 else ''}): compiling ({spec})")
+    if requests:
+        for k, res in zip(pending, compile_groups(requests)):
+            g = groups[k]
+            for f in res["failures"]:
+                _log(f"kernel {res['fn_name']}: scheduler failed, fell back: {f.splitlines()[0]}")
+            infos[k] = KernelInfo(g, res["fn_name"], Path(res["so"]), res["spec"], False,
+                                  res["compile_seconds"], res.get("stmt"), res.get("schedule"))
+            _log(f"kernel {res['fn_name']}: compiled in {res['compile_seconds']:.2f}s with {res['spec']}")
+    return infos
+
+
+def _prep_input(x: np.ndarray) -> np.ndarray:
+    """A view Halide can read: unit stride on the last axis, bool as uint8."""
+    if x.ndim and x.shape[-1] > 1 and x.strides[-1] != x.itemsize:
+        x = np.ascontiguousarray(x)
+    if x.dtype == np.bool_:
+        x = x.view(np.uint8)
+    return x
+
+
+class HalideExecutor:
+    """Runs a graph's kernels through one C++ Plan call."""
+
+    def __init__(self, graph: Graph, target, kernels: list[KernelInfo]):
+        from .. import _rt
+        from .compile import load_kernel, load_runtime
+        load_runtime(target)
+        self.graph = graph
+        self.kernels = kernels
+        self.kernel_count = sum(not k.cached for k in kernels)
+        n_in = len(graph.inputs)
+        ids: dict[Node, int] = {node: k for k, node in enumerate(graph.inputs)}
+        consts = []
+        for info in kernels:
+            for x in info.group.inputs:
+                if x.op == "constant" and x not in ids:
+                    ids[x] = n_in + len(consts)
+                    consts.append(_prep_input(np.ascontiguousarray(x.params["value"].value)))
+        self.consts = consts
+        n_inputs = n_in + len(consts)
+        produced = {o for info in kernels for o in info.group.outputs}
+        self.out_nodes = []
+        for o in graph.outputs:
+            if o in produced and o not in ids:
+                ids[o] = n_inputs + len(self.out_nodes)
+                self.out_nodes.append(o)
+        buffers: list = [None] * (n_inputs + len(self.out_nodes))
+        for info in kernels:
+            for o in info.group.outputs:
+                if o not in ids:
+                    ids[o] = len(buffers)
+                    buffers.append((list(o.shape), "uint8" if o.dtype == np.bool_ else o.dtype.name))
+        rt_kernels = [load_kernel(k.so_path, k.fn_name) for k in kernels]
+        steps = [(k, [ids[x] for x in info.group.inputs] + [ids[o] for o in info.group.outputs])
+                 for k, info in enumerate(kernels)]
+        self.plan = _rt.Plan(rt_kernels, steps, buffers, n_inputs, len(self.out_nodes))
+        self._out_specs = [(o.shape, o.dtype) for o in self.out_nodes]
+        self._ids = ids
+        self.profile = False
+
+    def __call__(self, inputs):
+        ins = [_prep_input(x) for x in inputs] + self.consts
+        outs = [np.empty(shape, dtype) for shape, dtype in self._out_specs]
+        self.plan.run(ins, [o.view(np.uint8) if o.dtype == np.bool_ else o for o in outs],
+                      self.profile)
+        by_node = dict(zip(self.out_nodes, outs))
+        results = []
+        for o in self.graph.outputs:
+            if o in by_node:
+                results.append(by_node[o])
+            elif o.op == "input":
+                results.append(inputs[o.params["index"]])
+            else:
+                results.append(o.params["value"].value)
+        return results
+
+    def timings(self) -> list[float]:
+        return list(self.plan.last_timings())
+
+
+def _has_zero_size(graph: Graph) -> bool:
+    return any(n.aval.size == 0 for n in graph.nodes)
+
+
+def build_halide_executor(graph: Graph, target_str: str, autoscheduler=None):
+    """The executor of an optimized graph at opt_level 3 on the Halide backend."""
+    from ..api import NumpyExecutor
+    from .compile import host_target
+    if _has_zero_size(graph):
+        # Zero-size arrays need no kernels; the reference backend is exact.
+        _log("graph has zero-size arrays: running it with the numpy backend")
+        return NumpyExecutor(graph, 2)
+    target = host_target(target_str)
+    t0 = time.perf_counter()
+    groups = partition(graph)
+    kernels = compile_kernels(groups, target, autoscheduler)
+    ex = HalideExecutor(graph, target, kernels)
+    ex.build_seconds = time.perf_counter() - t0
+    return ex

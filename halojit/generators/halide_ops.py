@@ -1,0 +1,385 @@
+"""Halide lowering of each elementwise op: a table keyed by op name, parallel
+to the registry records in ``halojit/graph/ops/elementwise.py``.
+
+Every function takes the operands as Halide Exprs already in the numpy
+loop's compute type (bool for bool, float32 for float16) and returns the
+result in the output's compute type, with numpy's exact semantics:
+integer wrap-around, floor-division signs, NaN-propagating max/min.
+"""
+
+from __future__ import annotations
+
+import math
+
+import halide as hl
+import numpy as np
+
+_HL_SCALAR = {
+    "i": {8: hl.Int(8), 16: hl.Int(16), 32: hl.Int(32), 64: hl.Int(64)},
+    "u": {8: hl.UInt(8), 16: hl.UInt(16), 32: hl.UInt(32), 64: hl.UInt(64)},
+    "f": {16: hl.Float(16), 32: hl.Float(32), 64: hl.Float(64)},
+}
+
+
+def storage_type(dt: np.dtype) -> hl.Type:
+    """Type of a buffer holding ``dt`` (bool is one byte: uint8)."""
+    dt = np.dtype(dt)
+    if dt.kind == "b":
+        return hl.UInt(8)
+    return _HL_SCALAR[dt.kind][dt.itemsize * 8]
+
+
+def compute_type(dt: np.dtype) -> hl.Type:
+    """Type of an Expr for ``dt``: float16 computes in float32 (rounded per op)."""
+    dt = np.dtype(dt)
+    if dt.kind == "b":
+        return hl.Bool()
+    if dt == np.float16:
+        return hl.Float(32)
+    return _HL_SCALAR[dt.kind][dt.itemsize * 8]
+
+
+def literal(value, dt: np.dtype) -> hl.Expr:
+    """A constant Expr; never pass numpy scalars to hl.Expr (they become bool)."""
+    dt = np.dtype(dt)
+    v = np.asarray(value).astype(dt).item()
+    if dt.kind == "b":
+        return hl.cast(hl.Bool(), hl.u8(1 if v else 0))
+    if dt.kind == "f":
+        return hl.cast(compute_type(dt), hl.f64(float(v)))
+    if dt.kind == "u":
+        return hl.cast(compute_type(dt), hl.u64(int(v)))
+    return hl.cast(compute_type(dt), hl.i64(int(v)))
+
+
+def round_f16(e: hl.Expr) -> hl.Expr:
+    """Round a float32 Expr to float16 precision, as numpy's half loops do."""
+    return hl.cast(hl.Float(32), hl.cast(hl.Float(16), e))
+
+
+def from_storage(e: hl.Expr, dt: np.dtype) -> hl.Expr:
+    dt = np.dtype(dt)
+    if dt.kind == "b":
+        return e != hl.u8(0)
+    if dt == np.float16:
+        return hl.cast(hl.Float(32), e)
+    return e
+
+
+def to_storage(e: hl.Expr, dt: np.dtype) -> hl.Expr:
+    return hl.cast(storage_type(dt), e)
+
+
+def cast(e: hl.Expr, src: np.dtype, dst: np.dtype) -> hl.Expr:
+    src, dst = np.dtype(src), np.dtype(dst)
+    if dst.kind == "b":
+        return e if src.kind == "b" else e != literal(0, src)
+    if src.kind == "b":
+        return hl.select(e, literal(1, dst), literal(0, dst))
+    r = hl.cast(compute_type(dst), e)
+    return round_f16(r) if dst == np.float16 else r
+
+
+# -- integer helpers --------------------------------------------------------------
+def _wrapping(op):
+    """Apply ``op`` in unsigned arithmetic so signed ints wrap like numpy."""
+    def fn(a, b):
+        t = a.type()
+        if t.is_int():
+            u = hl.UInt(t.bits())
+            return hl.reinterpret(t, op(hl.reinterpret(u, a), hl.reinterpret(u, b)))
+        return op(a, b)
+    return fn
+
+
+_wadd = _wrapping(lambda a, b: a + b)
+_wsub = _wrapping(lambda a, b: a - b)
+_wmul = _wrapping(lambda a, b: a * b)
+
+
+def _zero(e):
+    return hl.cast(e.type(), 0)
+
+
+def _one(e):
+    return hl.cast(e.type(), 1)
+
+
+def _floor_divide(a, b):
+    t = a.type()
+    if t.is_float():
+        return _float_divmod(a, b)[0]
+    if t.is_uint():
+        return a / b  # Halide: x / 0 == 0, like numpy
+    q = a / b  # Euclidean; INT_MIN / -1 wraps
+    r = a % b
+    return hl.select((b < _zero(b)) & (r != _zero(r)), q - _one(q), q)
+
+
+def _remainder(a, b):
+    t = a.type()
+    if t.is_float():
+        return _float_divmod(a, b)[1]
+    r = a % b  # Euclidean: 0 <= r < |b|; x % 0 == 0
+    if t.is_uint():
+        return r
+    return hl.select((b < _zero(b)) & (r != _zero(r)), r + b, r)
+
+
+def _fmod(a, b):
+    t = a.type()
+    if t.is_float():
+        return _float_fmod(a, b)
+    if t.is_uint():
+        return a % b
+    r = _remainder(a, b)  # numpy sign (of b) -> C sign (of a)
+    return hl.select((r != _zero(r)) & ((r < _zero(r)) != (a < _zero(a))), r - b, r)
+
+
+def _float_fmod(a, b):
+    # C fmod, computed in float64: exact while |a/b| < 2**53.
+    t = a.type()
+    a64, b64 = hl.cast(hl.Float(64), a), hl.cast(hl.Float(64), b)
+    m = a64 - b64 * hl.trunc(a64 / b64)
+    m = hl.select(hl.is_inf(b64) & hl.is_finite(a64), a64, m)
+    return hl.cast(t, m)
+
+
+def _float_divmod(a, b):
+    """numpy's npy_divmod: (floor quotient, remainder with the sign of b)."""
+    zero = _zero(a)
+    mod = _float_fmod(a, b)
+    div = (a - mod) / b
+    adjust = (mod != zero) & ((b < zero) != (mod < zero))
+    mod2 = hl.select(adjust, mod + b, hl.select(mod != zero, mod, _copysign(zero, b)))
+    div = hl.select(adjust, div - _one(a), div)
+    fl = hl.floor(div)
+    fl = hl.select(div - fl > hl.cast(a.type(), 0.5), fl + _one(a), fl)
+    fl = hl.select(div != zero, fl, _copysign(zero, a / b))
+    bz = b == zero
+    return hl.select(bz, a / b, fl), hl.select(bz, mod, mod2)
+
+
+def _signbit(a):
+    t = a.type()
+    if t.is_float():
+        u = hl.UInt(t.bits())
+        return (hl.reinterpret(u, a) >> hl.cast(u, t.bits() - 1)) != hl.cast(u, 0)
+    if t.is_int():
+        return a < _zero(a)
+    return hl.cast(hl.Bool(), hl.u8(0)) if t.is_bool() else a != a
+
+
+def _copysign(a, b):
+    return hl.select(_signbit(a) != _signbit(b), -a, a)
+
+
+def _int_power(a, b):
+    # Square-and-multiply over every bit of the exponent, wrapping.
+    t = a.type()
+    bits = t.bits()
+    result = _one(a)
+    base = a
+    for k in range(bits - (1 if t.is_int() else 0)):
+        bit = ((b >> hl.cast(b.type(), k)) & _one(b)) != _zero(b)
+        result = hl.select(bit, _wmul(result, base), result)
+        base = _wmul(base, base)
+    return hl.select(b < _zero(b), _zero(a), result) if t.is_int() else result
+
+
+def _power(a, b):
+    t = a.type()
+    if t.is_bool():
+        return a | ~b
+    if not t.is_float():
+        return _int_power(a, b)
+    if t.bits() < 64:  # Halide's float32 pow is off by tens of ulp: go through float64
+        return hl.cast(t, hl.pow(hl.cast(hl.Float(64), a), hl.cast(hl.Float(64), b)))
+    return hl.pow(a, b)
+
+
+def _nan_max(pick):
+    def fn(a, b):
+        t = a.type()
+        if not t.is_float():
+            return (a | b) if t.is_bool() and pick is hl.max else \
+                (a & b) if t.is_bool() else pick(a, b)
+        return hl.select(hl.is_nan(a), a, hl.select(hl.is_nan(b), b, pick(a, b)))
+    return fn
+
+
+def _fmax(pick):
+    def fn(a, b):
+        if not a.type().is_float():
+            return _nan_max(pick)(a, b)
+        return hl.select(hl.is_nan(a), b, hl.select(hl.is_nan(b), a, pick(a, b)))
+    return fn
+
+
+def _shift(left):
+    def fn(a, b):
+        t = a.type()
+        bits = t.bits()
+        big = (b >= hl.cast(b.type(), bits))
+        if t.is_int():
+            big = big | (b < _zero(b))
+        u = hl.UInt(bits)
+        bu = hl.cast(u, hl.select(big, _zero(b), b))
+        if left:
+            r = hl.reinterpret(t, hl.reinterpret(u, a) << bu) if t.is_int() else a << bu
+            return hl.select(big, _zero(a), r)
+        r = a >> bu
+        overflow = hl.select(a < _zero(a), -_one(a), _zero(a)) if t.is_int() else _zero(a)
+        return hl.select(big, overflow, r)
+    return fn
+
+
+def _f64(fn):
+    """Evaluate a float function in float64 (for float32 accuracy) and cast back."""
+    def wrapped(a):
+        t = a.type()
+        if t.bits() < 64:
+            return hl.cast(t, fn(hl.cast(hl.Float(64), a)))
+        return fn(a)
+    return wrapped
+
+
+def _expm1(a):
+    u = hl.exp(a)
+    one = _one(a)
+    return hl.select(u == one, a, hl.select(u - one == -one, -one, (u - one) * a / hl.log(u)))
+
+
+def _log1p(a):
+    one = _one(a)
+    u = a + one
+    return hl.select(u == one, a, hl.log(u) * a / (u - one))
+
+
+def _cbrt(a):
+    third = hl.cast(a.type(), 1.0 / 3.0)
+    r = hl.pow(hl.abs(a), third)
+    # one Newton step brings pow's cube root to the nearest ulps
+    r = r - (r * r * r - hl.abs(a)) / (hl.cast(a.type(), 3.0) * r * r)
+    r = hl.select((a == _zero(a)) | hl.is_inf(a) | hl.is_nan(a), hl.abs(a), r)
+    return hl.select(_signbit(a), -r, r)
+
+
+def _sign(a):
+    t = a.type()
+    if t.is_bool():
+        return a
+    zero, one = _zero(a), _one(a)
+    if t.is_uint():
+        return hl.select(a > zero, one, zero)
+    return hl.select(a > zero, one, hl.select(a < zero, -one, a if t.is_float() else zero))
+
+
+def _absolute(a):
+    t = a.type()
+    if t.is_bool() or t.is_uint():
+        return a
+    if t.is_int():
+        return hl.reinterpret(t, hl.abs(a))  # abs(INT_MIN) wraps to INT_MIN, as numpy
+    return hl.abs(a)
+
+
+def _negative(a):
+    t = a.type()
+    if t.is_float():
+        return -a
+    return _wsub(_zero(a), a)
+
+
+def _reciprocal(a):
+    t = a.type()
+    if t.is_float():
+        return _one(a) / a
+    return _one(a) / a if t.is_uint() else hl.select(a == _zero(a), _zero(a), _one(a) / a)
+
+
+def _bool_or_int(bool_op, int_op):
+    return lambda a, b: bool_op(a, b) if a.type().is_bool() else int_op(a, b)
+
+
+def _truthy(e):
+    return e if e.type().is_bool() else e != _zero(e)
+
+
+def _float_only(fn, other=None):
+    def wrapped(a):
+        if a.type().is_float():
+            return fn(a)
+        return other(a) if other else a != a
+    return wrapped
+
+
+LN2 = math.log(2.0)
+LN10 = math.log(10.0)
+
+UNARY = {
+    "negative": _negative,
+    "positive": lambda a: a,
+    "absolute": _absolute,
+    "sign": _sign,
+    "sqrt": hl.sqrt,
+    "square": lambda a: _wmul(a, a) if not a.type().is_float() else a * a,
+    "reciprocal": _reciprocal,
+    "exp": hl.exp,
+    "exp2": _f64(lambda a: hl.pow(hl.f64(2.0), a)),
+    "expm1": _f64(_expm1),
+    "log": hl.log,
+    "log2": _f64(lambda a: hl.log(a) / hl.f64(LN2)),
+    "log10": _f64(lambda a: hl.log(a) / hl.f64(LN10)),
+    "log1p": _f64(_log1p),
+    "sin": hl.sin, "cos": hl.cos, "tan": hl.tan,
+    "arcsin": hl.asin, "arccos": hl.acos, "arctan": hl.atan,
+    "sinh": _f64(hl.sinh), "cosh": _f64(hl.cosh), "tanh": hl.tanh,
+    "arcsinh": _f64(hl.asinh), "arccosh": _f64(hl.acosh), "arctanh": _f64(hl.atanh),
+    "floor": lambda a: hl.floor(a) if a.type().is_float() else a,
+    "ceil": lambda a: hl.ceil(a) if a.type().is_float() else a,
+    "trunc": lambda a: hl.trunc(a) if a.type().is_float() else a,
+    "rint": lambda a: hl.round(a) if a.type().is_float() else a,
+    "logical_not": lambda a: ~_truthy(a),
+    "invert": lambda a: ~a,
+    "isnan": _float_only(hl.is_nan),
+    "isinf": _float_only(hl.is_inf),
+    "isfinite": _float_only(hl.is_finite, lambda a: a == a),
+    "signbit": _signbit,
+    "cbrt": _f64(_cbrt),
+    "deg2rad": lambda a: a * hl.cast(a.type(), math.pi / 180.0),
+    "rad2deg": lambda a: a * hl.cast(a.type(), 180.0 / math.pi),
+}
+
+BINARY = {
+    "add": _bool_or_int(lambda a, b: a | b, _wadd),
+    "subtract": _wsub,
+    "multiply": _bool_or_int(lambda a, b: a & b, _wmul),
+    "divide": lambda a, b: a / b,
+    "floor_divide": _floor_divide,
+    "remainder": _remainder,
+    "fmod": _fmod,
+    "power": _power,
+    "maximum": _nan_max(hl.max),
+    "minimum": _nan_max(hl.min),
+    "fmax": _fmax(hl.max),
+    "fmin": _fmax(hl.min),
+    "equal": lambda a, b: a == b,
+    "not_equal": lambda a, b: a != b,
+    "less": lambda a, b: a < b,
+    "less_equal": lambda a, b: a <= b,
+    "greater": lambda a, b: a > b,
+    "greater_equal": lambda a, b: a >= b,
+    "logical_and": lambda a, b: _truthy(a) & _truthy(b),
+    "logical_or": lambda a, b: _truthy(a) | _truthy(b),
+    "logical_xor": lambda a, b: _truthy(a) != _truthy(b),
+    "bitwise_and": lambda a, b: a & b,
+    "bitwise_or": lambda a, b: a | b,
+    "bitwise_xor": lambda a, b: a ^ b,
+    "left_shift": _shift(True),
+    "right_shift": _shift(False),
+    "arctan2": hl.atan2,
+    "hypot": lambda a, b: hl.cast(a.type(), hl.hypot(hl.cast(hl.Float(64), a),
+                                                     hl.cast(hl.Float(64), b))),
+    "copysign": _copysign,
+}

@@ -1,0 +1,427 @@
+"""A fusion group (a local Graph) -> one Halide Pipeline: the algorithm only.
+
+Every value is a ``Lazy``: ``at(idx)`` returns its Halide Expr at a numpy-order
+index. Elementwise and movement ops compose index maps and Exprs; reductions,
+matmul, values read more than once and group outputs become Funcs, whose
+numpy axes are reversed into Halide dimensions (numpy's last axis is x).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import halide as hl
+import numpy as np
+
+from ..errors import UnsupportedError
+from ..graph.ir import Graph, Node
+from ..graph.ops import ELEMENTWISE, REGISTRY
+from . import halide_ops as H
+
+
+class Lazy:
+    __slots__ = ("shape", "dtype", "fn", "func")
+
+    def __init__(self, shape, dtype, fn, func=None):
+        self.shape, self.dtype, self.fn, self.func = tuple(shape), np.dtype(dtype), fn, func
+
+    def at(self, idx):
+        return self.fn(list(idx))
+
+
+def _fcall(f: hl.Func, idx, component=None):
+    args = tuple(reversed(idx))
+    e = f[args] if args else f[()]
+    return hl.Expr(e[component] if component is not None else e)
+
+
+def func_lazy(f, shape, dtype, component=None, convert=None):
+    def at(idx):
+        e = _fcall(f, idx, component)
+        return convert(e) if convert else e
+    return Lazy(shape, dtype, at, f)
+
+
+def bcast_index(idx, shape):
+    """Index into an operand of ``shape`` broadcast to the index's shape."""
+    sub = idx[len(idx) - len(shape):] if shape else []
+    return [hl.Expr(0) if d == 1 else e for e, d in zip(sub, shape)]
+
+
+class Lowerer:
+    """Builds the Halide algorithm of one local graph."""
+
+    def __init__(self, graph: Graph, name: str):
+        self.graph = graph
+        self.name = name
+        self.counter = 0
+        self.params: list[hl.ImageParam] = []
+        self.env: dict[Node, Lazy] = {}
+        users: dict[Node, int] = {}
+        for n in graph.nodes:
+            for i in n.inputs:
+                users[i] = users.get(i, 0) + 1
+        self.users = users
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}_{self.counter}"
+
+    def vars(self, n: int):
+        return [hl.Var(f"v{i}") for i in range(n)]
+
+    def materialize(self, lazy: Lazy, prefix="t") -> Lazy:
+        f = hl.Func(self.fresh(prefix))
+        vs = self.vars(len(lazy.shape))
+        e = lazy.at(vs)
+        if vs:
+            f[tuple(reversed(vs))] = e
+        else:
+            f[()] = e
+        return func_lazy(f, lazy.shape, lazy.dtype)
+
+    def lower(self):
+        """-> (pipeline, input ImageParams, output Funcs)."""
+        for i, node in enumerate(self.graph.inputs):
+            p = hl.ImageParam(H.storage_type(node.dtype), node.aval.ndim, f"in{i}")
+            self.params.append(p)
+            dt = node.dtype
+            self.env[node] = Lazy(node.shape, dt, (lambda p, dt: lambda idx: H.from_storage(
+                p[tuple(reversed(idx))] if idx else p[()], dt))(p, dt))
+        for node in self.graph.nodes:
+            if node.op == "input":
+                continue
+            if node.op == "constant":
+                self.env[node] = self._constant(node)
+                continue
+            lazy = self._lower_node(node)
+            if lazy.func is None and self.users.get(node, 0) > 1 and node.aval.size > 1:
+                lazy = self.materialize(lazy)
+            self.env[node] = lazy
+        outputs = []
+        for k, node in enumerate(self.graph.outputs):
+            f = hl.Func(f"{self.name}_out{k}")
+            vs = self.vars(node.aval.ndim)
+            e = H.to_storage(self.env[node].at(vs), node.dtype)
+            if vs:
+                f[tuple(reversed(vs))] = e
+            else:
+                f[()] = e
+            outputs.append(f)
+        return hl.Pipeline(outputs), self.params, outputs
+
+    def _constant(self, node: Node) -> Lazy:
+        value = node.params["value"].value
+        if value.size != 1:
+            raise UnsupportedError("non-scalar constants must be group inputs")
+        lit = H.literal(value.reshape(()), node.dtype)
+        return Lazy(node.shape, node.dtype, lambda idx: lit)
+
+    def _lower_node(self, node: Node) -> Lazy:
+        opdef = REGISTRY[node.op]
+        operands = [self.env[i] for i in node.inputs]
+        if opdef.trait == ELEMENTWISE:
+            return lower_elementwise(node, operands)
+        fn = LOWER.get(node.op)
+        if fn is None:
+            raise UnsupportedError(f"no Halide lowering for op {node.op!r}")
+        return fn(self, node, operands)
+
+
+# -- elementwise -----------------------------------------------------------------------
+def lower_elementwise(node: Node, operands) -> Lazy:
+    shape, out_dt = node.shape, node.dtype
+    if node.op == "astype":
+        (a,) = operands
+        src = a.dtype
+        return Lazy(shape, out_dt, lambda idx: H.cast(a.at(idx), src, out_dt))
+    if node.op == "where":
+        c, a, b = operands
+        return Lazy(shape, out_dt, lambda idx: hl.select(
+            c.at(bcast_index(idx, c.shape)), a.at(bcast_index(idx, a.shape)),
+            b.at(bcast_index(idx, b.shape))))
+    table = H.UNARY if len(operands) == 1 else H.BINARY
+    fn = table[node.op]
+    round16 = out_dt == np.float16
+
+    def at(idx):
+        e = fn(*[x.at(bcast_index(idx, x.shape)) for x in operands])
+        if e.type() != H.compute_type(out_dt):
+            e = hl.cast(H.compute_type(out_dt), e)
+        return H.round_f16(e) if round16 else e
+    return Lazy(shape, out_dt, at)
+
+
+# -- reductions ------------------------------------------------------------------------
+def _reduce_setup(lw: Lowerer, node: Node, x: Lazy):
+    axes, keep = node.params["axes"], node.params["keepdims"]
+    out_vars = lw.vars(node.aval.ndim)
+    # innermost (numpy's last) reduced axis first: RDom dim 0 is the inner loop
+    rdom = hl.RDom([hl.Range(0, x.shape[a]) for a in reversed(axes)]) if axes else None
+    rvars = {a: rdom[k] for k, a in enumerate(reversed(axes))} if axes else {}
+    idx, j = [], 0
+    for d in range(len(x.shape)):
+        if d in rvars:
+            idx.append(rvars[d])
+            if keep:
+                j += 1
+        else:
+            idx.append(out_vars[j])
+            j += 1
+    return out_vars, rdom, idx
+
+
+def _define(f, out_vars, value):
+    args = tuple(reversed(out_vars))
+    if args:
+        f[args] = value
+    else:
+        f[()] = value
+
+
+def _ref(f, out_vars, tuple_valued=False):
+    args = tuple(reversed(out_vars))
+    r = f[args] if args else f[()]
+    return r if tuple_valued else hl.Expr(r)
+
+
+def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
+    (x,) = operands
+    dt = node.dtype
+    out_vars, rdom, idx = _reduce_setup(lw, node, x)
+    v = x.at(idx)
+    ct = H.compute_type(dt)
+    f = hl.Func(lw.fresh(node.op))
+    op = node.op
+    wide = dt.kind == "f" and dt.itemsize < 8 and op == "sum"
+    if wide:  # float32/16 sums accumulate in float64: more accurate than pairwise
+        ct = hl.Float(64)
+        v = hl.cast(ct, v)
+    if op == "sum":
+        _define(f, out_vars, hl.cast(ct, 0))
+        if rdom is not None:
+            _define(f, out_vars, H.BINARY["add"](_ref(f, out_vars), v))
+    elif op == "prod":
+        _define(f, out_vars, hl.cast(ct, 1) if dt.kind != "b" else H.literal(True, dt))
+        if rdom is not None:
+            _define(f, out_vars, H.BINARY["multiply"](_ref(f, out_vars), v))
+    elif op in ("max", "min"):
+        if dt.kind == "f":
+            init = H.literal(-np.inf if op == "max" else np.inf, dt)
+        elif dt.kind == "b":
+            init = H.literal(op == "min", dt)
+        else:
+            info = np.iinfo(dt)
+            init = H.literal(info.min if op == "max" else info.max, dt)
+        _define(f, out_vars, init)
+        if rdom is not None:
+            _define(f, out_vars, H.BINARY["maximum" if op == "max" else "minimum"](_ref(f, out_vars), v))
+    elif op in ("any", "all"):
+        _define(f, out_vars, H.literal(op == "all", np.bool_))
+        if rdom is not None:
+            cur = _ref(f, out_vars)
+            _define(f, out_vars, (cur | v) if op == "any" else (cur & v))
+    else:
+        raise UnsupportedError(f"reduction {op}")
+    convert = (lambda e: H.round_f16(hl.cast(hl.Float(32), e)) if dt == np.float16
+               else hl.cast(H.compute_type(dt), e)) if wide else None
+    return func_lazy(f, node.shape, dt, convert=convert)
+
+
+def lower_argreduce(lw: Lowerer, node: Node, operands) -> Lazy:
+    (x,) = operands
+    out_vars, rdom, idx = _reduce_setup(lw, node, x)
+    (axis,) = node.params["axes"]
+    first = [hl.Expr(0) if d == axis else e for d, e in enumerate(idx)]
+    f = hl.Func(lw.fresh(node.op))
+    _define(f, out_vars, (hl.i64(0), x.at(first)))
+    cur = _ref(f, out_vars, tuple_valued=True)
+    best_i, best_v = hl.Expr(cur[0]), hl.Expr(cur[1])
+    v = x.at(idx)
+    better = (v > best_v) if node.op == "argmax" else (v < best_v)
+    if x.dtype.kind == "f":
+        better = ~hl.is_nan(best_v) & (hl.is_nan(v) | better)
+    elif x.dtype.kind == "b":
+        better = (v & ~best_v) if node.op == "argmax" else (~v & best_v)
+    r = rdom[0]
+    _define(f, out_vars, (hl.select(better, hl.cast(hl.Int(64), r), best_i),
+                          hl.select(better, v, best_v)))
+    return func_lazy(f, node.shape, node.dtype, component=0)
+
+
+# -- movement -----------------------------------------------------------------------------
+def _reshape_groups(src, dst):
+    """Pair runs of non-unit dims with equal products: [(src axes, dst axes)].
+
+    Size-1 axes are left out (their index is 0); shapes have no zero dims.
+    """
+    s_nz = [i for i, d in enumerate(src) if d != 1]
+    d_nz = [j for j, d in enumerate(dst) if d != 1]
+    groups, i, j = [], 0, 0
+    while i < len(s_nz) and j < len(d_nz):
+        si, dj = [s_nz[i]], [d_nz[j]]
+        ps, pd = src[s_nz[i]], dst[d_nz[j]]
+        i, j = i + 1, j + 1
+        while ps != pd:
+            if ps < pd:
+                si.append(s_nz[i])
+                ps *= src[s_nz[i]]
+                i += 1
+            else:
+                dj.append(d_nz[j])
+                pd *= dst[d_nz[j]]
+                j += 1
+        groups.append((si, dj))
+    return groups
+
+
+def lower_reshape(lw: Lowerer, node: Node, operands) -> Lazy:
+    (x,) = operands
+    src, dst = x.shape, node.shape
+    groups = _reshape_groups(src, dst)
+
+    def at(idx):
+        out = [hl.Expr(0)] * len(src)
+        for si, dj in groups:
+            if len(si) == 1 and len(dj) == 1:
+                out[si[0]] = idx[dj[0]]
+                continue
+            lin = idx[dj[0]]
+            for j in dj[1:]:
+                lin = lin * dst[j] + idx[j]
+            for i in reversed(si[1:]):
+                out[i] = lin % src[i]
+                lin = lin / src[i]
+            out[si[0]] = lin
+        return x.at(out)
+    return Lazy(dst, node.dtype, at)
+
+
+def lower_transpose(lw, node, operands):
+    (x,) = operands
+    perm = node.params["perm"]
+
+    def at(idx):
+        src = [None] * len(perm)
+        for out_axis, in_axis in enumerate(perm):
+            src[in_axis] = idx[out_axis]
+        return x.at(src)
+    return Lazy(node.shape, node.dtype, at)
+
+
+def lower_broadcast(lw, node, operands):
+    (x,) = operands
+    return Lazy(node.shape, node.dtype, lambda idx: x.at(bcast_index(idx, x.shape)))
+
+
+def lower_slice(lw, node, operands):
+    (x,) = operands
+    starts, steps = node.params["starts"], node.params["steps"]
+
+    def at(idx):
+        return x.at([e * step + start if (step, start) != (1, 0) else e
+                     for e, start, step in zip(idx, starts, steps)])
+    return Lazy(node.shape, node.dtype, at)
+
+
+def lower_concatenate(lw, node, operands):
+    axis = node.params["axis"]
+    offsets = np.cumsum([0] + [x.shape[axis] for x in operands]).tolist()
+
+    def at(idx):
+        i = idx[axis]
+        result = None
+        for k in reversed(range(len(operands))):
+            x = operands[k]
+            local = list(idx)
+            local[axis] = hl.clamp(i - offsets[k], 0, x.shape[axis] - 1)  # keep reads in bounds
+            e = x.at(local)
+            result = e if result is None else hl.select(i < offsets[k + 1], e, result)
+        return result
+    return Lazy(node.shape, node.dtype, at)
+
+
+def _pad_index(i, n, lo, mode):
+    # The clamps are no-ops at run time; they tell bounds inference the
+    # reads stay inside the input (it cannot see through select).
+    return hl.clamp(_pad_source(i, n, lo, mode), 0, n - 1)
+
+
+def _pad_source(i, n, lo, mode):
+    j = i - lo
+    if mode in ("constant", "edge"):
+        return hl.clamp(j, 0, n - 1)
+    if mode == "wrap":
+        return j % n  # Euclidean: always in [0, n)
+    if mode == "reflect":
+        if n == 1:
+            return hl.Expr(0)
+        period = 2 * (n - 1)
+        k = j % period
+        return hl.select(k >= n, period - k, k)
+    period = 2 * n  # symmetric
+    k = j % period
+    return hl.select(k >= n, period - 1 - k, k)
+
+
+def lower_pad(lw, node, operands):
+    (x,) = operands
+    widths, mode = node.params["pad_width"], node.params["mode"]
+    fill = H.literal(node.params["value"], node.dtype) if mode == "constant" else None
+
+    def at(idx):
+        src = [_pad_index(e, n, lo, mode) for e, n, (lo, _) in zip(idx, x.shape, widths)]
+        v = x.at(src)
+        if mode != "constant":
+            return v
+        inside = None
+        for e, n, (lo, _) in zip(idx, x.shape, widths):
+            c = (e >= lo) & (e < lo + n)
+            inside = c if inside is None else inside & c
+        return v if inside is None else hl.select(inside, v, fill)
+    return Lazy(node.shape, node.dtype, at)
+
+
+# -- linear algebra -------------------------------------------------------------------------
+def lower_matmul(lw, node, operands):
+    a, b = operands
+    dt = node.dtype
+    k = a.shape[-1]
+    out_vars = lw.vars(node.aval.ndim)
+    batch, m, n = out_vars[:-2], out_vars[-2], out_vars[-1]
+    f = hl.Func(lw.fresh("matmul"))
+    r = hl.RDom([hl.Range(0, k)])
+    ct = H.compute_type(dt)
+    a_idx = bcast_index(batch, a.shape[:-2]) + [m, r.x]
+    b_idx = bcast_index(batch, b.shape[:-2]) + [r.x, n]
+    prod = H.BINARY["multiply"](a.at(a_idx), b.at(b_idx))
+    if dt.kind == "b":
+        _define(f, out_vars, H.literal(False, dt))
+        _define(f, out_vars, _ref(f, out_vars) | prod)
+    else:
+        _define(f, out_vars, hl.cast(ct, 0))
+        _define(f, out_vars, H.BINARY["add"](_ref(f, out_vars), prod))
+    convert = H.round_f16 if dt == np.float16 else None
+    return func_lazy(f, node.shape, dt, convert=convert)
+
+
+LOWER = {
+    "sum": lower_reduce, "prod": lower_reduce, "max": lower_reduce, "min": lower_reduce,
+    "any": lower_reduce, "all": lower_reduce,
+    "argmax": lower_argreduce, "argmin": lower_argreduce,
+    "reshape": lower_reshape, "transpose": lower_transpose, "broadcast_to": lower_broadcast,
+    "slice": lower_slice, "concatenate": lower_concatenate, "pad": lower_pad,
+    "matmul": lower_matmul,
+}
+
+
+@dataclass
+class LoweredGroup:
+    pipeline: hl.Pipeline
+    params: list
+    outputs: list
+
+
+def lower_group(graph: Graph, name: str) -> LoweredGroup:
+    pipeline, params, outputs = Lowerer(graph, name).lower()
+    return LoweredGroup(pipeline, params, outputs)

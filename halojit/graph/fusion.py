@@ -1,0 +1,174 @@
+"""Partition a graph into fusion groups, each of which becomes one kernel.
+
+Greedy, in topological order: a node joins the groups of its producers when
+its trait allows (elementwise, movement and reductions fuse with anything
+fusible; a matmul starts its own group and takes elementwise consumers as its
+epilogue) and the merge creates no cycle between groups and keeps the group
+under ``MAX_INPUTS`` external inputs. Scalar constants are inlined; larger
+constants become kernel inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .ir import AbstractArray, Graph, Node, make_graph
+from .ops import ELEMENTWISE, LINALG, MOVEMENT, REDUCTION, REGISTRY
+
+MAX_INPUTS = 16
+FUSIBLE = (ELEMENTWISE, MOVEMENT, REDUCTION)
+
+
+@dataclass(eq=False)
+class Group:
+    kind: str  # "fused" or "linalg"
+    nodes: list[Node] = field(default_factory=list)
+    inputs: list[Node] = field(default_factory=list)
+    outputs: list[Node] = field(default_factory=list)
+
+    def __repr__(self):
+        ops = ", ".join(n.op for n in self.nodes)
+        return f"Group({self.kind}: {ops})"
+
+
+def is_inlined(node: Node) -> bool:
+    return node.op == "constant" and node.aval.size == 1
+
+
+def is_compute(node: Node) -> bool:
+    return node.op not in ("input", "constant")
+
+
+def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
+    group_of: dict[Node, Group] = {}
+    anc: dict[Group, set] = {}  # groups each group depends on, transitively
+    order: list[Group] = []
+
+    def external_inputs(nodes):
+        members = set(nodes)
+        ext = []
+        for n in nodes:
+            for i in n.inputs:
+                if i not in members and not is_inlined(i) and i not in ext:
+                    ext.append(i)
+        return ext
+
+    for n in graph.nodes:
+        if not is_compute(n):
+            continue
+        trait = REGISTRY[n.op].trait
+        producers = []
+        for i in n.inputs:
+            g = group_of.get(i)
+            if g is not None and g not in producers:
+                producers.append(g)
+        direct = set(producers)
+        deps_all = set(direct)
+        for p in producers:
+            deps_all |= anc[p]
+
+        def can_join(g):
+            if g.kind == "linalg":
+                return trait == ELEMENTWISE
+            return trait in FUSIBLE
+
+        candidates = [g for g in producers if can_join(g)] if trait != LINALG else []
+        merged = None
+        for subset in ([candidates] if len(candidates) > 1 else []) + [[c] for c in
+                                                                          sorted(candidates, key=lambda g: -len(g.nodes))]:
+            if not subset or sum(g.kind == "linalg" for g in subset) > 1:
+                continue
+            s = set(subset)
+            outside = (deps_all | set().union(*(anc[g] for g in subset))) - s
+            if any(anc[h] & s for h in outside):
+                continue  # a path leaves the merged group and comes back: cycle
+            nodes = [m for g in order if g in s for m in g.nodes] + [n]
+            if len(external_inputs(nodes)) > max_inputs:
+                continue
+            merged = subset
+            break
+        if merged is None:
+            g = Group("linalg" if trait == LINALG else "fused", [n])
+            order.append(g)
+            anc[g] = set(deps_all)
+            group_of[n] = g
+            continue
+        s = set(merged)
+        target = merged[0]
+        if any(g.kind == "linalg" for g in merged):
+            target = next(g for g in merged if g.kind == "linalg")
+        new_anc = (deps_all | set().union(*(anc[g] for g in merged))) - s
+        for g in order:
+            if g in s and g is not target:
+                target.nodes.extend(g.nodes)
+                for m in g.nodes:
+                    group_of[m] = target
+        target.nodes.append(n)
+        group_of[n] = target
+        order = [g for g in order if g not in s or g is target]
+        anc[target] = new_anc
+        for g in order:
+            if g is not target and anc[g] & s:
+                anc[g] = (anc[g] - s) | {target} | new_anc
+    # nodes in topological order inside each group, then inputs and outputs
+    position = {n: k for k, n in enumerate(graph.nodes)}
+    users = graph.users()
+    outs = set(graph.outputs)
+    for g in order:
+        g.nodes.sort(key=position.__getitem__)
+        g.inputs = external_inputs(g.nodes)
+        members = set(g.nodes)
+        g.outputs = [m for m in g.nodes
+                     if m in outs or any(u not in members for u in users[m])]
+    order.sort(key=lambda g: position[g.nodes[-1]])
+    return _topo_groups(order, group_of)
+
+
+def _topo_groups(groups, group_of):
+    """Groups in an order where every producer group runs first."""
+    done, out = set(), []
+
+    def visit(g):
+        if g in done:
+            return
+        done.add(g)
+        for i in g.inputs:
+            p = group_of.get(i)
+            if p is not None and p is not g:
+                visit(p)
+        out.append(g)
+    for g in groups:
+        visit(g)
+    return out
+
+
+def group_graph(group: Group) -> Graph:
+    """The group as a standalone graph: external values become inputs.
+
+    Equal groups anywhere (in this graph or another) give equal keys, so
+    they share one compiled kernel.
+    """
+    env: dict[Node, Node] = {}
+    inputs = []
+    for k, x in enumerate(group.inputs):
+        aval = AbstractArray(x.shape, x.dtype)
+        node = Node("input", (), {"index": k}, aval)
+        env[x] = node
+        inputs.append(node)
+    for n in group.nodes:
+        for i in n.inputs:
+            if i not in env and is_inlined(i):
+                env[i] = Node("constant", (), dict(i.params), AbstractArray(i.shape, i.dtype))
+        env[n] = n.replace(inputs=tuple(env[i] for i in n.inputs), loc=None,
+                           aval=AbstractArray(n.shape, n.dtype))
+    return make_graph(inputs, [env[o] for o in group.outputs])
+
+
+def group_key(local: Graph) -> str:
+    import hashlib
+    h = hashlib.blake2b(digest_size=12)
+    for i in local.inputs:
+        h.update(str(i.aval).encode())
+    for o in local.outputs:
+        h.update(o.key.encode())
+    return h.hexdigest()

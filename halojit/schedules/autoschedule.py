@@ -1,0 +1,139 @@
+"""Autoscheduler drivers: named plugins, validated parameters, estimates.
+
+Halide 21 aborts the whole process (std::terminate) on an unknown
+autoscheduler parameter, so every key is checked here first; autoscheduling
+itself runs in a worker process (see ``generators/worker.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ..errors import HalojitError
+
+# name -> (plugin file stem, {param: default}); from Halide 21's ParamParser users.
+SCHEDULERS = {
+    "Adams2019": ("adams2019", {
+        "parallelism": "16", "beam_size": "32", "random_dropout": "100",
+        "random_dropout_seed": "0", "weights_path": "", "disable_subtiling": "0",
+        "disable_memoized_features": "0", "disable_memoized_blocks": "0",
+        "memory_limit": "-1",
+    }),
+    "Li2018": ("li2018", {"parallelism": "16"}),
+    "Mullapudi2016": ("mullapudi2016", {
+        "parallelism": "16", "last_level_cache_size": "16777216", "balance": "40",
+        "experimental_gpu_schedule": "0",
+    }),
+    "Anderson2021": ("anderson2021", {
+        "parallelism": "16", "beam_size": "32", "random_dropout": "100",
+        "random_dropout_seed": "0", "weights_path": "", "randomize_tilings": "0",
+        "search_space_options": "1111", "freeze_inline_compute_root": "0",
+        "partial_schedule_path": "", "num_passes": "0", "stack_factor": "0.95",
+        "shared_memory_limit_kb": "48", "shared_memory_sm_limit_kb": "96",
+        "active_block_limit": "32", "active_warp_limit": "64",
+    }),
+}
+NO_SCHEDULE = "none"  # Halide's default: inline everything, reductions at root
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """A recipe: an autoscheduler name with parameters, or a template."""
+
+    name: str
+    params: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def key(self) -> str:
+        return self.name + "".join(f";{k}={v}" for k, v in self.params)
+
+    def __str__(self):
+        return self.key
+
+
+def default_parallelism() -> int:
+    # Adams2019's "parallelism" is the minimum parallelism to expose, not a
+    # thread count (HALIDE_NOTES c); 8x the cores is the measured sweet spot.
+    return 8 * (os.cpu_count() or 2)
+
+
+def make_spec(name: str, params: dict | None = None) -> ScheduleSpec:
+    """A validated spec; unknown schedulers or keys raise listing valid ones."""
+    if name == NO_SCHEDULE:
+        if params:
+            raise HalojitError(f"schedule {NO_SCHEDULE!r} takes no parameters, got {sorted(params)}.")
+        return ScheduleSpec(NO_SCHEDULE)
+    if name not in SCHEDULERS:
+        raise HalojitError(
+            f"unknown autoscheduler {name!r}; expected one of {sorted(SCHEDULERS)} or {NO_SCHEDULE!r}.")
+    allowed = SCHEDULERS[name][1]
+    params = dict(params or {})
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise HalojitError(
+            f"autoscheduler {name}: unknown parameter(s) {unknown}; valid keys are {sorted(allowed)}.")
+    if name != "Anderson2021" and "parallelism" not in params:
+        params["parallelism"] = str(default_parallelism())
+    return ScheduleSpec(name, tuple(sorted((k, str(v)) for k, v in params.items())))
+
+
+def parse_autoscheduler(value) -> ScheduleSpec | None:
+    """The ``trace(autoscheduler=...)`` argument: None, a name, (name, params),
+    {"name": ..., **params} or a ScheduleSpec."""
+    if value is None or isinstance(value, ScheduleSpec):
+        return value
+    if isinstance(value, str):
+        return make_spec(value)
+    if isinstance(value, tuple) and len(value) == 2:
+        return make_spec(value[0], value[1])
+    if isinstance(value, dict):
+        params = dict(value)
+        name = params.pop("name", None)
+        if name is None:
+            raise HalojitError("autoscheduler dict needs a 'name' key, e.g. {'name': 'Adams2019'}.")
+        return make_spec(name, params)
+    raise HalojitError(f"autoscheduler must be a name, (name, params) or a dict; got {value!r}.")
+
+
+def fallback_chain(spec: ScheduleSpec) -> list[ScheduleSpec]:
+    """Schedulers to try in order when one fails."""
+    chain = [spec]
+    for name in ("Mullapudi2016", "Li2018"):
+        if spec.name != name:
+            chain.append(make_spec(name))
+    chain.append(ScheduleSpec(NO_SCHEDULE))
+    return chain
+
+
+_loaded: set[str] = set()
+
+
+def load_plugin(name: str) -> None:
+    import halide as hl
+    stem = SCHEDULERS[name][0]
+    if stem in _loaded:
+        return
+    path = os.path.join(os.path.dirname(hl.__file__), "lib64", f"libautoschedule_{stem}.so")
+    if not os.path.exists(path):
+        raise HalojitError(f"autoscheduler plugin {path} is missing from the halide wheel.")
+    hl.load_plugin(path)
+    _loaded.add(stem)
+
+
+def set_estimates(params, outputs, input_shapes, output_shapes) -> None:
+    """Estimates equal to the real extents (Halide order: last numpy axis first)."""
+    import halide as hl
+    for p, shape in zip(params, input_shapes):
+        p.set_estimates([hl.Range(0, d) for d in reversed(shape)])
+    for f, shape in zip(outputs, output_shapes):
+        f.set_estimates([hl.Range(0, d) for d in reversed(shape)])
+
+
+def autoschedule(pipeline, target, spec: ScheduleSpec):
+    """Apply ``spec``; returns Halide's AutoSchedulerResults, or None for NO_SCHEDULE."""
+    import halide as hl
+    if spec.name == NO_SCHEDULE:
+        return None
+    load_plugin(spec.name)
+    return pipeline.apply_autoscheduler(target, hl.AutoschedulerParams(spec.name, dict(spec.params)))
