@@ -8,10 +8,14 @@ first call, no protection).
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures as cf
 import json
-import multiprocessing
 import os
+import pickle
+import struct
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -79,8 +83,83 @@ def compile_group(request: dict) -> dict:
     raise CompileError(f"every schedule failed for kernel {fn_name}:\n  " + "\n  ".join(failures))
 
 
-_pool: cf.ProcessPoolExecutor | None = None
+# -- the worker pool ----------------------------------------------------------------
+# Workers are plain `python -m halojit.generators.worker` children speaking
+# length-prefixed pickles over pipes: unlike multiprocessing's spawn, they
+# never re-import the user's __main__ (scripts need no `if __name__` guard).
+
+class WorkerDied(Exception):
+    pass
+
+
+class _Worker:
+    def __init__(self):
+        import halojit
+        env = dict(os.environ)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(halojit.__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.proc = subprocess.Popen([sys.executable, "-m", "halojit.generators.worker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+
+    def call(self, request: dict) -> dict:
+        data = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            self.proc.stdin.write(struct.pack("<Q", len(data)) + data)
+            self.proc.stdin.flush()
+            status, value = _read_message(self.proc.stdout)
+        except (OSError, EOFError, struct.error) as e:
+            self.close()
+            raise WorkerDied(str(e)) from None
+        if status == "ok":
+            return value
+        raise CompileError(value)
+
+    def close(self):
+        try:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+        except Exception:
+            pass
+
+
+def _read_message(stream):
+    header = stream.read(8)
+    if len(header) < 8:
+        raise EOFError("worker closed its pipe")
+    (n,) = struct.unpack("<Q", header)
+    payload = stream.read(n)
+    if len(payload) < n:
+        raise EOFError("worker closed its pipe")
+    return pickle.loads(payload)
+
+
+_idle: list[_Worker] = []
 _pool_lock = threading.Lock()
+
+
+def _acquire() -> _Worker:
+    with _pool_lock:
+        if _idle:
+            return _idle.pop()
+    return _Worker()
+
+
+def _release(w: _Worker):
+    with _pool_lock:
+        _idle.append(w)
+
+
+@atexit.register
+def _shutdown():
+    with _pool_lock:
+        workers = list(_idle)
+        _idle.clear()
+    for w in workers:
+        try:
+            w.proc.stdin.close()
+            w.proc.wait(timeout=2)
+        except Exception:
+            w.close()
 
 
 def _workers() -> int:
@@ -90,21 +169,20 @@ def _workers() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def _get_pool(n: int) -> cf.ProcessPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = cf.ProcessPoolExecutor(max_workers=n,
-                                           mp_context=multiprocessing.get_context("spawn"))
-        return _pool
-
-
-def _reset_pool():
-    global _pool
-    with _pool_lock:
-        if _pool is not None:
-            _pool.shutdown(wait=False, cancel_futures=True)
-        _pool = None
+def _run_one(request: dict) -> dict:
+    w = _acquire()
+    try:
+        result = w.call(request)
+    except WorkerDied:
+        raise CompileError(
+            f"the Halide compiler crashed while compiling kernel {request['fn_name']} (its "
+            "worker process died); the kernel was not built. Try another autoscheduler, or "
+            "set HALOJIT_COMPILE_WORKERS=0 to reproduce in-process.") from None
+    except BaseException:
+        _release(w)
+        raise
+    _release(w)
+    return result
 
 
 def compile_groups(requests: list[dict]) -> list[dict]:
@@ -112,18 +190,32 @@ def compile_groups(requests: list[dict]) -> list[dict]:
     n = _workers()
     if n == 0 or not requests:
         return [compile_group(r) for r in requests]
-    futures = [_get_pool(n).submit(_compile_quietly, r) for r in requests]
-    results, crashed = [], None
-    for r, fut in zip(requests, futures):
+    if len(requests) == 1:
+        return [_run_one(requests[0])]
+    with cf.ThreadPoolExecutor(max_workers=min(n, len(requests))) as ex:
+        return list(ex.map(_run_one, requests))
+
+
+def main():
+    """Serve requests on stdin/stdout until stdin closes."""
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything Halide prints must not corrupt the protocol
+    stdin = sys.stdin.buffer
+    while True:
         try:
-            results.append(fut.result())
-        except cf.process.BrokenProcessPool:
-            crashed = r["fn_name"]
-            break
-    if crashed is not None:
-        _reset_pool()
-        raise CompileError(
-            f"the Halide compiler crashed while compiling kernel {crashed} (its worker process "
-            "died); the kernel was not built. Try another autoscheduler, or set "
-            "HALOJIT_COMPILE_WORKERS=0 to reproduce in-process.")
-    return results
+            request = _read_message(stdin)
+        except EOFError:
+            return
+        try:
+            reply = ("ok", _compile_quietly(request))
+        except CompileError as e:
+            reply = ("error", str(e))
+        except Exception as e:  # noqa: BLE001 - reported to the caller, who raises
+            reply = ("error", f"{type(e).__name__}: {e}")
+        data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+        out.write(struct.pack("<Q", len(data)) + data)
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()
