@@ -85,7 +85,7 @@ def compile_kernels(groups: list[Group], target, autoscheduler=None) -> list[Ker
     user_spec = parse_autoscheduler(autoscheduler)
     out_dir = kernel_dir(target)
     infos: list[KernelInfo | None] = []
-    requests, pending = [], []
+    requests, pending, by_name = [], [], {}
     for k, g in enumerate(groups):
         local = group_graph(g)
         spec = user_spec or default_spec(g)
@@ -102,19 +102,28 @@ def compile_kernels(groups: list[Group], target, autoscheduler=None) -> list[Ker
             except (ValueError, KeyError):
                 pass  # unreadable sidecar: rebuild
         infos.append(None)
-        pending.append(k)
+        pending.append((k, fn))
+        if fn in by_name:  # an identical group earlier in this graph: one compile
+            continue
+        by_name[fn] = len(requests)
         requests.append({"graph": local, "fn_name": fn, "target": str(target),
                          "specs": fallback_chain(spec), "out_dir": str(out_dir)})
         _log(f"kernel {fn} ({len(g.nodes)} ops: {', '.join(n.op for n in g.nodes[:6])}"
              f"{'...' if len(g.nodes) > 6 else ''}): compiling ({spec})")
     if requests:
-        for k, res in zip(pending, compile_groups(requests)):
-            g = groups[k]
-            for f in res["failures"]:
-                _log(f"kernel {res['fn_name']}: scheduler failed, fell back: {f.splitlines()[0]}")
-            infos[k] = KernelInfo(g, res["fn_name"], Path(res["so"]), res["spec"], False,
-                                  res["compile_seconds"], res.get("stmt"), res.get("schedule"))
-            _log(f"kernel {res['fn_name']}: compiled in {res['compile_seconds']:.2f}s with {res['spec']}")
+        results = compile_groups(requests)
+        first = set()
+        for k, fn in pending:
+            res = results[by_name[fn]]
+            shared = fn in first  # compiled once for an identical earlier group
+            first.add(fn)
+            if not shared:
+                for f in res["failures"]:
+                    _log(f"kernel {fn}: a scheduler failed, fell back: {f.splitlines()[0]}")
+                _log(f"kernel {fn}: compiled in {res['compile_seconds']:.2f}s with {res['spec']}")
+            infos[k] = KernelInfo(groups[k], fn, Path(res["so"]), res["spec"], shared,
+                                  0.0 if shared else res["compile_seconds"], res.get("stmt"),
+                                  res.get("schedule"))
     return infos
 
 

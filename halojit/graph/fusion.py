@@ -53,6 +53,17 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
                     ext.append(i)
         return ext
 
+    users = graph.users()
+    outs = set(graph.outputs)
+
+    def is_prologue(g, n):
+        """A reduction-free group read only by ``n``: a matmul absorbs it
+        (a transpose or cast of its operand costs nothing inside the loop)."""
+        members = set(g.nodes)
+        return g.kind == "fused" and all(
+            REGISTRY[m.op].trait != REDUCTION and m not in outs
+            and all(u in members or u is n for u in users[m]) for m in g.nodes)
+
     for n in graph.nodes:
         if not is_compute(n):
             continue
@@ -72,7 +83,10 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
                 return trait == ELEMENTWISE
             return trait in FUSIBLE
 
-        candidates = [g for g in producers if can_join(g)] if trait != LINALG else []
+        if trait == LINALG:
+            candidates = [g for g in producers if is_prologue(g, n)]
+        else:
+            candidates = [g for g in producers if can_join(g)]
         merged = None
         for subset in ([candidates] if len(candidates) > 1 else []) + [[c] for c in
                                                                           sorted(candidates, key=lambda g: -len(g.nodes))]:
@@ -105,6 +119,8 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
                     group_of[m] = target
         target.nodes.append(n)
         group_of[n] = target
+        if trait == LINALG:
+            target.kind = "linalg"
         order = [g for g in order if g not in s or g is target]
         anc[target] = new_anc
         for g in order:
@@ -112,8 +128,6 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
                 anc[g] = (anc[g] - s) | {target} | new_anc
     # nodes in topological order inside each group, then inputs and outputs
     position = {n: k for k, n in enumerate(graph.nodes)}
-    users = graph.users()
-    outs = set(graph.outputs)
     for g in order:
         g.nodes.sort(key=position.__getitem__)
         g.inputs = external_inputs(g.nodes)

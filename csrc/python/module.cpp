@@ -1,0 +1,169 @@
+// pybind11 module halojit._rt: the Python face of the runtime core.
+// numpy <-> Halide buffers happens in view_of (numpy -> ArrayView) and
+// detail::to_halide_buffer (ArrayView -> halide_buffer_t) only.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+#include "halojit/runtime.h"
+
+namespace py = pybind11;
+using namespace halojit;
+
+#ifndef HALOJIT_HALIDE_RUNTIME_HEADER
+#define HALOJIT_HALIDE_RUNTIME_HEADER ""
+#endif
+
+namespace {
+
+static_assert(sizeof(py::ssize_t) == sizeof(int64_t), "ArrayView borrows numpy's shape/strides arrays");
+
+// numpy dtype -> Halide element type. Booleans travel as one-byte uint1;
+// the plan sets the exact type (uint1 or uint8) the kernel asks for.
+DType dtype_of(const py::dtype &dt, const std::string &what) {
+    const char kind = dt.kind();
+    const int bits = static_cast<int>(dt.itemsize()) * 8;
+    const char order = dt.byteorder();
+    if (order == '>') {
+        throw Error(ErrorKind::Value, what + ": big-endian arrays are not supported; use arr.astype(arr.dtype.newbyteorder('='))");
+    }
+    switch (kind) {
+        case 'b': return DType{1, 1};
+        case 'i': if (bits <= 64) return DType{0, static_cast<uint8_t>(bits)}; break;
+        case 'u': if (bits <= 64) return DType{1, static_cast<uint8_t>(bits)}; break;
+        case 'f': if (bits == 16 || bits == 32 || bits == 64) return DType{2, static_cast<uint8_t>(bits)}; break;
+        case 'V':
+            if (py::str(dt.attr("name")).cast<std::string>() == "bfloat16") return DType{4, 16};
+            break;
+        default: break;
+    }
+    throw Error(ErrorKind::Value, what + ": dtype " + py::str(dt).cast<std::string>() + " is not supported");
+}
+
+// The numpy side of the conversion: borrow the array's pointer, shape and
+// byte strides (zero copy). `keep` holds the references for the call.
+ArrayView view_of(py::handle obj, const std::string &what, std::vector<py::array> &keep) {
+    if (!py::isinstance<py::array>(obj)) {
+        throw Error(ErrorKind::Type, what + ": expected a numpy array, got " +
+                                         py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
+    }
+    keep.push_back(py::reinterpret_borrow<py::array>(obj));
+    const py::array &arr = keep.back();
+    ArrayView v;
+    v.data = const_cast<void *>(arr.data());
+    v.dtype = dtype_of(arr.dtype(), what);
+    v.ndim = static_cast<int>(arr.ndim());
+    v.shape = reinterpret_cast<const int64_t *>(arr.shape());
+    v.strides = reinterpret_cast<const int64_t *>(arr.strides());
+    v.writable = arr.writeable();
+    return v;
+}
+
+std::string fspath(const py::object &path) {
+    return py::str(py::module_::import("os").attr("fspath")(path)).cast<std::string>();
+}
+
+std::shared_ptr<Plan> make_plan(std::vector<std::shared_ptr<Kernel>> kernels, const py::sequence &steps,
+                                const py::sequence &buffers, int n_inputs, int n_outputs) {
+    std::vector<Step> cpp_steps;
+    for (py::handle item : steps) {
+        auto t = py::reinterpret_borrow<py::sequence>(item);
+        if (py::len(t) != 2) throw Error(ErrorKind::Value, "Plan: each step is (kernel index, [buffer ids])");
+        cpp_steps.push_back({t[0].cast<int>(), t[1].cast<std::vector<int>>()});
+    }
+    std::vector<BufferSpec> specs;
+    py::object np_dtype = py::module_::import("numpy").attr("dtype");
+    for (py::handle item : buffers) {
+        BufferSpec spec;
+        if (!item.is_none()) {
+            auto t = py::reinterpret_borrow<py::sequence>(item);
+            if (py::len(t) != 2) throw Error(ErrorKind::Value, "Plan: each buffer is (shape, dtype) or None");
+            spec.known = true;
+            spec.shape = t[0].cast<std::vector<int64_t>>();
+            // A name is taken as is ("bfloat16" needs no ml_dtypes); anything
+            // else goes through numpy.dtype (np.float32, np.dtype("f4"), ...).
+            py::object dt = t[1];
+            spec.dtype = dtype_from_name(py::isinstance<py::str>(dt) ? dt.cast<std::string>()
+                                                                     : np_dtype(dt).attr("name").cast<std::string>());
+        }
+        specs.push_back(std::move(spec));
+    }
+    return std::make_shared<Plan>(std::move(kernels), std::move(cpp_steps), std::move(specs), n_inputs, n_outputs);
+}
+
+void run_plan(Plan &plan, const py::sequence &inputs, const py::sequence &outputs, bool profile) {
+    std::vector<py::array> keep;
+    keep.reserve(py::len(inputs) + py::len(outputs));
+    std::vector<ArrayView> in, out;
+    for (size_t i = 0; i < py::len(inputs); i++) in.push_back(view_of(inputs[i], "plan input " + std::to_string(i), keep));
+    for (size_t i = 0; i < py::len(outputs); i++) {
+        out.push_back(view_of(outputs[i], "plan output " + std::to_string(i), keep));
+    }
+    py::gil_scoped_release release;
+    plan.run(in.data(), in.size(), out.data(), out.size(), profile);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_rt, m) {
+    m.doc() = "halojit C++ runtime: load AOT Halide kernels and run plans of them";
+
+    py::register_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const Error &e) {
+            PyObject *type = e.kind() == ErrorKind::Value  ? PyExc_ValueError
+                             : e.kind() == ErrorKind::Type ? PyExc_TypeError
+                                                           : PyExc_RuntimeError;
+            PyErr_SetString(type, e.what());
+        }
+    });
+
+    m.def("version", [] { return std::string(kVersion); }, "halojit runtime version");
+    m.def("halide_runtime_header", [] { return std::string(HALOJIT_HALIDE_RUNTIME_HEADER); },
+          "path of the HalideRuntime.h this module was built against");
+    m.def("load_runtime", [](const py::object &path) { load_runtime(fspath(path)); }, py::arg("path"),
+          "dlopen the shared Halide runtime (RTLD_GLOBAL) once per path and capture its error messages");
+    m.def("check_shared_object", [](const py::object &path) { check_shared_object(fspath(path)); }, py::arg("path"),
+          "raise RuntimeError unless path is a complete ELF shared object for this machine");
+    m.def("runtime_loaded", &runtime_loaded, "whether a Halide runtime has been loaded");
+    m.def("set_num_threads", &set_num_threads, py::arg("n"),
+          "halide_set_num_threads in the loaded runtime; returns the previous value (0 = default)");
+
+    py::class_<Kernel, std::shared_ptr<Kernel>>(m, "Kernel")
+        .def(py::init([](const py::object &so_path, const std::string &fn_name) {
+                 return std::make_shared<Kernel>(fspath(so_path), fn_name);
+             }),
+             py::arg("so_path"), py::arg("fn_name"))
+        .def_property_readonly("name", &Kernel::name)
+        .def_property_readonly("path", &Kernel::path)
+        .def_property_readonly("target", &Kernel::target)
+        .def_property_readonly(
+            "arguments",
+            [](const Kernel &k) {
+                py::list out;
+                for (const ArgInfo &a : k.arguments()) {
+                    out.append(py::make_tuple(a.name, static_cast<int>(a.kind), a.dimensions,
+                                              static_cast<int>(a.dtype.code), static_cast<int>(a.dtype.bits)));
+                }
+                return out;
+            },
+            "[(name, kind, dimensions, type_code, type_bits)]; kind 0 scalar, 1 input, 2 output")
+        .def("__repr__", [](const Kernel &k) { return "<halojit._rt.Kernel " + k.name() + " from " + k.path() + ">"; });
+
+    py::class_<Plan, std::shared_ptr<Plan>>(m, "Plan")
+        .def(py::init(&make_plan), py::arg("kernels"), py::arg("steps"), py::arg("buffers"), py::arg("n_inputs"),
+             py::arg("n_outputs"))
+        .def("run", &run_plan, py::arg("inputs"), py::arg("outputs"), py::arg("profile") = false,
+             "run every step once, GIL released; validates all buffers before any kernel runs")
+        .def("last_timings", &Plan::last_timings, "seconds per step of the last profiled run")
+        .def_property_readonly("n_inputs", &Plan::n_inputs)
+        .def_property_readonly("n_outputs", &Plan::n_outputs)
+        .def_property_readonly("n_steps", &Plan::n_steps)
+        .def_property_readonly("n_buffers", &Plan::n_buffers)
+        .def_property_readonly("workspace_bytes", &Plan::workspace_bytes)
+        .def_property_readonly("kernels", &Plan::kernels);
+}

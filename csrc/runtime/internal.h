@@ -1,0 +1,35 @@
+// Internal helpers of the runtime core shared between its translation units.
+#pragma once
+
+#include <HalideRuntime.h>
+
+#include <string>
+
+#include "halojit/runtime.h"
+
+namespace halojit::detail {
+
+// Kernel error capture: Halide's error handler (installed by load_runtime)
+// appends to a thread-local buffer; when the failing code ran on a Halide
+// worker thread, the most recent message from any thread is used instead.
+void clear_kernel_error();
+std::string take_kernel_error();
+
+// The one conversion from a numpy-convention ArrayView to a halide_buffer_t
+// (zero copy): Halide dimension 0 = the last numpy axis, strides in
+// elements, min 0. `dims` must hold view.ndim entries. Throws Error(Value),
+// naming `what`, for strides that are not whole elements, extents or strides
+// outside int32, a null pointer, or a last axis whose stride is not 1 while
+// its extent is > 1 (Halide kernels assume dim 0 is dense).
+void to_halide_buffer(const ArrayView &view, const std::string &what, halide_buffer_t *buf,
+                      halide_dimension_t *dims);
+
+inline halide_type_t to_halide_type(DType t) {
+    halide_type_t h;
+    h.code = static_cast<halide_type_code_t>(t.code);
+    h.bits = t.bits;
+    h.lanes = 1;
+    return h;
+}
+
+}  // namespace halojit::detail

@@ -1,0 +1,251 @@
+// Plan: a fixed sequence of kernel steps over caller buffers (inputs,
+// outputs) and plan-owned intermediates, executed in one call.
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "internal.h"
+
+namespace halojit {
+
+// One set of intermediate buffers. A call owns one exclusively, so
+// concurrent calls never share intermediates.
+struct Workspace {
+    std::vector<void *> memory;
+    std::vector<halide_buffer_t> bufs;
+    std::vector<halide_dimension_t> dims;  // bufs[i].dim points in here; never resized
+
+    ~Workspace() {
+        for (void *p : memory) std::free(p);
+    }
+};
+
+namespace {
+
+constexpr size_t kAlign = 64;
+
+std::string shape_str(const int64_t *shape, int ndim) {
+    std::string s = "(";
+    for (int i = 0; i < ndim; i++) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + (ndim == 1 ? ",)" : ")");
+}
+
+std::string describe(DType t, int ndim) {
+    return dtype_name(t) + " with " + std::to_string(ndim) + (ndim == 1 ? " dim" : " dims");
+}
+
+size_t spec_bytes(const BufferSpec &spec) {
+    size_t n = spec.dtype.itemsize();
+    for (int64_t e : spec.shape) n *= static_cast<size_t>(e);
+    return n;
+}
+
+}  // namespace
+
+Plan::Plan(std::vector<std::shared_ptr<Kernel>> kernels, std::vector<Step> steps,
+           std::vector<BufferSpec> buffers, int n_inputs, int n_outputs)
+    : kernels_(std::move(kernels)), steps_(std::move(steps)), buffers_(std::move(buffers)),
+      n_inputs_(n_inputs), n_outputs_(n_outputs) {
+    auto fail = [](const std::string &msg) { throw Error(ErrorKind::Value, "Plan: " + msg); };
+    const int n_io = n_inputs + n_outputs;
+    if (n_inputs < 0 || n_outputs < 0 || static_cast<size_t>(n_io) > buffers_.size()) {
+        fail("n_inputs=" + std::to_string(n_inputs) + " and n_outputs=" + std::to_string(n_outputs) +
+             " do not fit in " + std::to_string(buffers_.size()) + " buffers");
+    }
+    for (size_t k = 0; k < kernels_.size(); k++) {
+        if (!kernels_[k]) fail("kernel " + std::to_string(k) + " is null");
+    }
+    for (size_t b = n_io; b < buffers_.size(); b++) {
+        const BufferSpec &spec = buffers_[b];
+        if (!spec.known) fail("intermediate buffer " + std::to_string(b) + " needs a shape and dtype");
+        for (int64_t e : spec.shape) {
+            if (e < 0 || e > INT32_MAX) fail("intermediate buffer " + std::to_string(b) + " has a bad extent");
+        }
+    }
+    for (size_t s = 0; s < steps_.size(); s++) {
+        const Step &step = steps_[s];
+        if (step.kernel < 0 || static_cast<size_t>(step.kernel) >= kernels_.size()) {
+            fail("step " + std::to_string(s) + " names kernel " + std::to_string(step.kernel) + " of " +
+                 std::to_string(kernels_.size()));
+        }
+        const Kernel &kernel = *kernels_[step.kernel];
+        const auto &args = kernel.arguments();
+        if (step.buffers.size() != args.size()) {
+            fail("step " + std::to_string(s) + ": kernel '" + kernel.name() + "' takes " +
+                 std::to_string(args.size()) + " buffers, the step binds " + std::to_string(step.buffers.size()));
+        }
+        max_args_ = std::max(max_args_, args.size());
+        for (size_t i = 0; i < args.size(); i++) {
+            const ArgInfo &arg = args[i];
+            const int b = step.buffers[i];
+            const std::string where = "step " + std::to_string(s) + " kernel " + std::to_string(step.kernel) +
+                                      " argument '" + arg.name + "'";
+            if (arg.kind == ArgKind::InputScalar) fail(where + " is a scalar; plans pass buffers only");
+            if (b < 0 || static_cast<size_t>(b) >= buffers_.size()) {
+                fail(where + " is bound to buffer " + std::to_string(b) + " of " + std::to_string(buffers_.size()));
+            }
+            if (arg.kind == ArgKind::OutputBuffer && b < n_inputs) {
+                fail(where + " is an output bound to plan input " + std::to_string(b));
+            }
+            const BufferSpec &spec = buffers_[b];
+            if (spec.known && (!dtype_compatible(arg.dtype, spec.dtype) ||
+                               spec.shape.size() != static_cast<size_t>(arg.dimensions))) {
+                fail(where + ": expected " + describe(arg.dtype, arg.dimensions) + ", buffer " + std::to_string(b) +
+                     " is " + describe(spec.dtype, static_cast<int>(spec.shape.size())));
+            }
+        }
+    }
+}
+
+Plan::~Plan() = default;
+
+size_t Plan::workspace_bytes() const {
+    size_t total = 0;
+    for (size_t b = n_inputs_ + n_outputs_; b < buffers_.size(); b++) {
+        total += (std::max<size_t>(spec_bytes(buffers_[b]), 1) + kAlign - 1) / kAlign * kAlign;
+    }
+    return total;
+}
+
+std::unique_ptr<Workspace> Plan::acquire_workspace() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!pool_.empty()) {
+            auto ws = std::move(pool_.back());
+            pool_.pop_back();
+            return ws;
+        }
+    }
+    const size_t first = n_inputs_ + n_outputs_;
+    const size_t n = buffers_.size() - first;
+    auto ws = std::make_unique<Workspace>();
+    size_t total_dims = 0;
+    for (size_t b = first; b < buffers_.size(); b++) total_dims += buffers_[b].shape.size();
+    ws->dims.resize(total_dims);
+    ws->bufs.resize(n);
+    ws->memory.reserve(n);
+    size_t dim_at = 0;
+    for (size_t i = 0; i < n; i++) {
+        const BufferSpec &spec = buffers_[first + i];
+        const size_t bytes = (std::max<size_t>(spec_bytes(spec), 1) + kAlign - 1) / kAlign * kAlign;
+        void *p = std::aligned_alloc(kAlign, bytes);
+        if (!p) throw Error(ErrorKind::Runtime, "out of memory allocating " + std::to_string(bytes) + " bytes");
+        ws->memory.push_back(p);
+        const int ndim = static_cast<int>(spec.shape.size());
+        std::vector<int64_t> strides(ndim);
+        int64_t stride = spec.dtype.itemsize();
+        for (int axis = ndim - 1; axis >= 0; axis--) {
+            strides[axis] = stride;
+            stride *= std::max<int64_t>(spec.shape[axis], 1);
+        }
+        ArrayView view{p, spec.dtype, ndim, spec.shape.data(), strides.data(), true};
+        detail::to_halide_buffer(view, "intermediate buffer " + std::to_string(first + i), &ws->bufs[i],
+                                 ws->dims.data() + dim_at);
+        dim_at += ndim;
+    }
+    return ws;
+}
+
+void Plan::release_workspace(std::unique_ptr<Workspace> ws) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pool_.push_back(std::move(ws));
+}
+
+void Plan::run(const ArrayView *inputs, size_t n_inputs, const ArrayView *outputs, size_t n_outputs,
+               bool profile) {
+    if (n_inputs != static_cast<size_t>(n_inputs_) || n_outputs != static_cast<size_t>(n_outputs_)) {
+        throw Error(ErrorKind::Value, "plan takes " + std::to_string(n_inputs_) + " inputs and " +
+                                          std::to_string(n_outputs_) + " outputs, got " + std::to_string(n_inputs) +
+                                          " and " + std::to_string(n_outputs));
+    }
+    const size_t n_io = n_inputs + n_outputs;
+    auto view_of = [&](size_t b) -> const ArrayView & { return b < n_inputs ? inputs[b] : outputs[b - n_inputs]; };
+    auto name_of = [&](size_t b) {
+        return b < n_inputs ? "plan input " + std::to_string(b) : "plan output " + std::to_string(b - n_inputs);
+    };
+
+    // 1. Convert and check every caller buffer before any kernel runs.
+    size_t total_dims = 0;
+    for (size_t b = 0; b < n_io; b++) total_dims += std::max(view_of(b).ndim, 0);
+    std::vector<halide_buffer_t> bufs(n_io);
+    std::vector<halide_dimension_t> dims(total_dims);
+    size_t dim_at = 0;
+    for (size_t b = 0; b < n_io; b++) {
+        const ArrayView &v = view_of(b);
+        if (b >= n_inputs && !v.writable) throw Error(ErrorKind::Value, name_of(b) + " is read-only");
+        const BufferSpec &spec = buffers_[b];
+        if (spec.known) {
+            bool same = dtype_compatible(spec.dtype, v.dtype) && spec.shape.size() == static_cast<size_t>(v.ndim);
+            for (int a = 0; same && a < v.ndim; a++) same = spec.shape[a] == v.shape[a];
+            if (!same) {
+                throw Error(ErrorKind::Value, name_of(b) + ": expected shape " +
+                                                  shape_str(spec.shape.data(), static_cast<int>(spec.shape.size())) +
+                                                  " " + dtype_name(spec.dtype) + ", got shape " +
+                                                  shape_str(v.shape, v.ndim) + " " + dtype_name(v.dtype));
+            }
+        }
+        detail::to_halide_buffer(v, name_of(b), &bufs[b], dims.data() + dim_at);
+        dim_at += v.ndim;
+    }
+    // 2. Check every binding of a caller buffer against the kernel's metadata.
+    for (const Step &step : steps_) {
+        const auto &args = kernels_[step.kernel]->arguments();
+        for (size_t i = 0; i < args.size(); i++) {
+            const size_t b = step.buffers[i];
+            if (b >= n_io) continue;  // intermediates were checked at construction
+            const ArrayView &v = view_of(b);
+            if (!dtype_compatible(args[i].dtype, v.dtype) || v.ndim != args[i].dimensions) {
+                throw Error(ErrorKind::Value, "kernel " + std::to_string(step.kernel) + " argument '" + args[i].name +
+                                                  "': expected " + describe(args[i].dtype, args[i].dimensions) +
+                                                  ", got " + describe(v.dtype, v.ndim) + " (" + name_of(b) + ")");
+            }
+        }
+    }
+
+    // 3. Run the steps on a workspace of our own.
+    struct Lease {
+        Plan *plan;
+        std::unique_ptr<Workspace> ws;
+        ~Lease() {
+            if (ws) plan->release_workspace(std::move(ws));
+        }
+    } lease{this, acquire_workspace()};
+    std::vector<void *> argv(max_args_);
+    std::vector<double> timings(profile ? steps_.size() : 0);
+    for (size_t s = 0; s < steps_.size(); s++) {
+        const Step &step = steps_[s];
+        const Kernel &kernel = *kernels_[step.kernel];
+        const auto &args = kernel.arguments();
+        for (size_t i = 0; i < args.size(); i++) {
+            const size_t b = step.buffers[i];
+            halide_buffer_t *buf = b < n_io ? &bufs[b] : &lease.ws->bufs[b - n_io];
+            buf->type = detail::to_halide_type(args[i].dtype);  // bool arrays may feed uint1 or uint8
+            argv[i] = buf;
+        }
+        detail::clear_kernel_error();
+        const auto t0 = std::chrono::steady_clock::now();
+        const int rc = kernel.call(argv.data());
+        if (profile) timings[s] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (rc != 0) {
+            std::string msg = detail::take_kernel_error();
+            if (msg.empty()) msg = "(Halide gave no message)";
+            throw Error(ErrorKind::Runtime, "kernel '" + kernel.name() + "' (step " + std::to_string(s) +
+                                                ") failed with Halide error " + std::to_string(rc) + ": " + msg);
+        }
+    }
+    if (profile) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        timings_ = std::move(timings);
+    }
+}
+
+std::vector<double> Plan::last_timings() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return timings_;
+}
+
+}  // namespace halojit

@@ -1,0 +1,266 @@
+"""AOT compilation: Halide Pipeline -> kernel .so (``no_runtime``) plus one
+shared Halide runtime .so per base target, and loading both into ``_rt``.
+
+Measured on the 2-core dev VM (HALIDE_NOTES.md §a): ``compile_to`` of an
+object 60-120 ms, linking a kernel .so about 30 ms, building the standalone
+runtime about 1.3 s once per (Halide version, target).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import halide as hl
+
+from halojit import _rt
+from halojit.config import get_config
+from halojit.errors import CompileError
+from halojit.runtime.cache import file_lock, is_valid_so, runtime_dir
+
+__all__ = [
+    "CompiledKernel",
+    "base_target",
+    "compile_pipeline",
+    "ensure_runtime",
+    "find_cxx",
+    "host_target",
+    "load_kernel",
+    "load_runtime",
+]
+
+RUNTIME_SO = "libhalojit_hlrt.so"
+
+# OutputFileType name -> file suffix after the kernel name.
+OUTPUT_SUFFIXES = {
+    "stmt": ".stmt",
+    "stmt_html": ".stmt.html",
+    "conceptual_stmt": ".conceptual.stmt",
+    "schedule": ".schedule.h",
+    "c_header": ".h",
+    "assembly": ".s",
+    "llvm_assembly": ".ll",
+    "bitcode": ".bc",
+    "function_info_header": ".function_info.h",
+    "featurization": ".featurization",
+    "registration": ".registration.cpp",
+    "compiler_log": ".compiler_log",
+    "static_library": ".a",
+    "c_source": ".halide_generated.cpp",
+    "device_code": ".device_code",
+}
+
+# Features that change kernels only; the shared runtime is built without them.
+_KERNEL_ONLY_FEATURES = (
+    hl.TargetFeature.NoRuntime,
+    hl.TargetFeature.StrictFloat,
+    hl.TargetFeature.NoAsserts,
+)
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    so_path: Path
+    fn_name: str
+    stmt_path: Path | None
+    schedule_path: Path | None
+    seconds: float  # compile_to + link, wall time
+    extra_paths: dict[str, Path] | None = None  # every extra output by OutputFileType name
+
+
+def host_target(target_str: str = "host") -> hl.Target:
+    """The kernel target for ``target_str`` ("host", "host-cuda", any Halide
+    target string): adds ``no_runtime`` (kernels share one runtime) and
+    ``strict_float`` unless HALOJIT_STRICT_FLOAT=0. Asserts stay on."""
+    text = target_str.strip() or "host"
+    if not hl.Target.validate_target_string(text):
+        raise CompileError(
+            f"{target_str!r} is not a Halide target; expected 'host', 'host-cuda' or a string like "
+            f"'x86-64-linux-avx2' (arch-bits-os-features; see Halide's Target docs)."
+        )
+    target = hl.Target(text).with_feature(hl.TargetFeature.NoRuntime)
+    if get_config().strict_float:
+        target = target.with_feature(hl.TargetFeature.StrictFloat)
+    return target
+
+
+def base_target(target: hl.Target) -> hl.Target:
+    """``target`` without the kernel-only features: what the shared runtime is built for."""
+    for feature in _KERNEL_ONLY_FEATURES:
+        target = target.without_feature(feature)
+    return target
+
+
+def find_cxx() -> list[str]:
+    """The C++ compiler driver used to link shared objects: $CXX, else c++, g++ or clang++."""
+    env = os.environ.get("CXX", "").strip()
+    if env:
+        cmd = shlex.split(env)
+        if shutil.which(cmd[0]):
+            return cmd
+        raise CompileError(f"CXX={env!r} is not an executable; set CXX to a C++ compiler (g++ or clang++).")
+    for name in ("c++", "g++", "clang++"):
+        found = shutil.which(name)
+        if found:
+            return [found]
+    raise CompileError(
+        "no C++ compiler found (looked for $CXX, c++, g++, clang++); one is needed to link kernels: "
+        "install g++ (apt-get install g++) or set CXX."
+    )
+
+
+def _link(objects: Sequence[Path], out: Path, libs: Iterable[str] = ()) -> None:
+    cmd = [*find_cxx(), "-shared", "-o", str(out), *map(str, objects), *libs]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CompileError(f"linking {out.name} failed: {shlex.join(cmd)}\n{proc.stderr.strip()}")
+
+
+# ---------------------------------------------------------------- the shared runtime
+
+
+def ensure_runtime(target: hl.Target) -> Path:
+    """Build (once per Halide version and base target) the standalone Halide
+    runtime as a shared object in the cache dir, and return its path.
+    Concurrent processes serialise on a lock file; the .so appears by rename."""
+    base = base_target(target)
+    out_dir = runtime_dir(base)
+    so = out_dir / RUNTIME_SO
+    if is_valid_so(so):
+        return so
+    with file_lock(out_dir / ".lock"):
+        if is_valid_so(so):  # another process built it while we waited
+            return so
+        with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build.") as tmp:
+            obj = Path(tmp) / "hlrt.o"
+            tmp_so = Path(tmp) / RUNTIME_SO
+            try:
+                hl.compile_standalone_runtime(str(obj), base)
+            except hl.HalideError as e:
+                raise CompileError(f"Halide could not build its runtime for {base}: {e}") from e
+            _link([obj], tmp_so, ["-ldl", "-lpthread"])
+            os.replace(tmp_so, so)
+    return so
+
+
+_runtime_lock = threading.Lock()
+_loaded_runtimes: dict[str, Path] = {}
+
+
+def load_runtime(target: hl.Target) -> Path:
+    """Ensure and load (RTLD_GLOBAL) the shared runtime for ``target``, once
+    per process; applies HALOJIT_NUM_THREADS. A runtime .so that fails to
+    load is rebuilt once."""
+    key = str(base_target(target))
+    with _runtime_lock:
+        if key in _loaded_runtimes:
+            return _loaded_runtimes[key]
+        so = ensure_runtime(target)
+        try:
+            _rt.load_runtime(str(so))
+        except RuntimeError:
+            so.unlink(missing_ok=True)  # corrupt cache entry: rebuild once
+            so = ensure_runtime(target)
+            _rt.load_runtime(str(so))
+        threads = get_config().num_threads
+        if threads > 0:
+            _rt.set_num_threads(threads)
+        _loaded_runtimes[key] = so
+        return so
+
+
+# ---------------------------------------------------------------- kernels
+
+
+def compile_pipeline(
+    pipeline: hl.Pipeline,
+    args: Sequence,
+    fn_name: str,
+    target: hl.Target,
+    out_dir: Path,
+    extra_outputs: Sequence[str] = ("stmt", "schedule"),
+    autoscheduler_results: hl.AutoSchedulerResults | None = None,
+) -> CompiledKernel:
+    """Compile ``pipeline`` AOT into ``out_dir/<fn_name>.so`` (linked without
+    libHalide; ``target`` should carry ``no_runtime``, see host_target).
+
+    ``args`` are the input arguments in order (``hl.Argument`` or
+    ``hl.ImageParam``); the outputs follow them in the kernel's argv.
+    ``extra_outputs`` names OutputFileTypes written beside the .so as
+    ``<fn_name><suffix>`` (see OUTPUT_SUFFIXES). Every file appears by an
+    atomic rename, the .so last.
+
+    Pass what ``pipeline.apply_autoscheduler`` returned as
+    ``autoscheduler_results``: Halide 21 writes the ``schedule`` and
+    ``featurization`` outputs only from results attached to the Module
+    (``Pipeline.compile_to`` alone writes "No autoscheduler has been run").
+    """
+    unknown = [name for name in extra_outputs if name not in OUTPUT_SUFFIXES]
+    if unknown:
+        raise ValueError(f"unknown extra_outputs {unknown}; expected some of {sorted(OUTPUT_SUFFIXES)}")
+    if not fn_name.isidentifier():
+        raise ValueError(f"fn_name {fn_name!r} must be a C identifier: it becomes the kernel's symbol")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=f".{fn_name}.") as tmp_name:
+        tmp = Path(tmp_name)
+        files = {hl.OutputFileType.object: tmp / f"{fn_name}.o"}
+        for name in extra_outputs:
+            files[getattr(hl.OutputFileType, name)] = tmp / f"{fn_name}{OUTPUT_SUFFIXES[name]}"
+        try:
+            module = pipeline.compile_to_module(list(args), fn_name, target)
+            if autoscheduler_results is not None:
+                module.set_auto_scheduler_results(autoscheduler_results)
+            module.compile({k: str(v) for k, v in files.items()})
+        except hl.HalideError as e:
+            raise CompileError(f"Halide could not compile kernel {fn_name!r} for {target}: {e}") from e
+        tmp_so = tmp / f"{fn_name}.so"
+        _link([files[hl.OutputFileType.object]], tmp_so)
+        extra_paths = {}
+        for name in extra_outputs:
+            src = tmp / f"{fn_name}{OUTPUT_SUFFIXES[name]}"
+            if src.exists():
+                dst = out_dir / src.name
+                os.replace(src, dst)
+                extra_paths[name] = dst
+        so_path = out_dir / f"{fn_name}.so"
+        os.replace(tmp_so, so_path)
+    return CompiledKernel(
+        so_path=so_path,
+        fn_name=fn_name,
+        stmt_path=extra_paths.get("stmt"),
+        schedule_path=extra_paths.get("schedule"),
+        seconds=time.perf_counter() - start,
+        extra_paths=extra_paths,
+    )
+
+
+_kernel_lock = threading.Lock()
+_kernels: dict[tuple[str, str], _rt.Kernel] = {}
+
+
+def load_kernel(so_path: Path | str, fn_name: str) -> _rt.Kernel:
+    """Load a kernel .so (cached per process by path and name). The matching
+    runtime must be loaded first (load_runtime)."""
+    key = (os.path.abspath(so_path), fn_name)
+    with _kernel_lock:
+        kernel = _kernels.get(key)
+        if kernel is None:
+            kernel = _rt.Kernel(key[0], fn_name)
+            _kernels[key] = kernel
+        return kernel
+
+
+def forget_kernel(so_path: Path | str, fn_name: str) -> None:
+    """Drop a kernel from the in-process cache (e.g. before rebuilding its .so)."""
+    with _kernel_lock:
+        _kernels.pop((os.path.abspath(so_path), fn_name), None)

@@ -1,0 +1,95 @@
+"""The shape-keyed cache in memory and the kernel cache on disk."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import halojit
+
+pytestmark = pytest.mark.level3
+
+
+def fn(x):
+    return np.tanh(x) * 2 + x.sum(axis=-1, keepdims=True)
+
+
+def test_shape_change_compiles_and_old_shape_does_not(tmp_path, monkeypatch):
+    monkeypatch.setenv("HALOJIT_CACHE_DIR", str(tmp_path))
+    f = halojit.trace(fn)
+    a, b = np.ones((3, 5), np.float32), np.ones((4, 5), np.float32)
+    f(a)
+    assert f.stats()["compiles"] == 1
+    f(b)
+    assert f.stats()["compiles"] == 2
+    f(a)
+    f(b)
+    s = f.stats()
+    assert s["compiles"] == 2 and s["misses"] == 2 and s["hits"] == 2
+
+
+def test_miss_reason_is_logged(tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv("HALOJIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("HALOJIT_LOG", "1")
+    f = halojit.trace(fn)
+    f(np.ones((2, 3), np.float32))
+    f(np.ones((2, 4), np.float32))
+    err = capfd.readouterr().err
+    assert "cache miss (first call)" in err
+    assert "argument 0 is f32[2,4] (cached: f32[2,3])" in err
+    assert "compiled in" in err
+
+
+SCRIPT = textwrap.dedent("""
+    import numpy as np, halojit
+    def fn(x):
+        return np.tanh(x) * 2 + x.sum(axis=-1, keepdims=True)
+    f = halojit.trace(fn)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+    y = f(x)
+    assert np.allclose(y, fn(x), rtol=1e-5), (y, fn(x))
+    print("COMPILES", f.stats()["compiles"])
+""")
+
+
+def _run_script(cache: Path) -> int:
+    env = dict(os.environ, HALOJIT_CACHE_DIR=str(cache))
+    root = Path(halojit.__file__).resolve().parent.parent
+    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
+    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout.split("COMPILES")[1].split()[0])
+
+
+def test_second_process_reuses_disk_cache(tmp_path):
+    assert _run_script(tmp_path) == 1
+    assert _run_script(tmp_path) == 0
+
+
+def test_corrupt_cache_entry_is_rebuilt(tmp_path):
+    assert _run_script(tmp_path) == 1
+    (so,) = tmp_path.glob("kernels/*/hj_*.so")
+    broken = so.with_suffix(".tmp")
+    broken.write_bytes(so.read_bytes()[:100])  # truncated, as after a crash mid-write
+    os.replace(broken, so)  # a new inode: never scribble over a mapped .so
+    assert _run_script(tmp_path) == 1  # detected, rebuilt, and the result is right
+    assert so.stat().st_size > 1000
+    assert _run_script(tmp_path) == 0
+
+
+def test_cache_clear_cli(tmp_path):
+    env = dict(os.environ, HALOJIT_CACHE_DIR=str(tmp_path))
+    (tmp_path / "kernels" / "x").mkdir(parents=True)
+    (tmp_path / "tuning.db").write_text("keep")
+    root = Path(halojit.__file__).resolve().parent.parent
+    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
+    r = subprocess.run([sys.executable, "-m", "halojit", "cache", "clear"], env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "kernels").exists()
+    assert (tmp_path / "tuning.db").exists()

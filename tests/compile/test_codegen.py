@@ -1,0 +1,164 @@
+"""Compiled kernels (opt_level 3, Halide) against numpy on whole functions."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import halojit
+
+pytestmark = pytest.mark.level3
+rng = np.random.default_rng(7)
+
+
+def close(got, want, rtol=1e-5, atol=1e-6):
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        if w.dtype.kind in "biu":
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def gelu_layer(x, w, b):
+    h = x @ w + b
+    return 0.5 * h * (1 + np.tanh(0.79788456 * (h + 0.044715 * h ** 3)))
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def layernorm(x, g, b):
+    m = x.mean(-1, keepdims=True)
+    return (x - m) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * g + b
+
+
+def blur(img):
+    bx = (img[:, :-2] + img[:, 1:-1] + img[:, 2:]) / 3
+    return (bx[:-2] + bx[1:-1] + bx[2:]) / 3
+
+
+def int_semantics(a, b):
+    return a // b, a % b, a * b, -a, np.abs(a), a >> 3, a << 2, np.maximum(a, b)
+
+
+def mixed(x, n):
+    return (x.sum(axis=0), x.argmax(axis=1), (x > 0).all(axis=1), x.astype(np.int16),
+            np.where(x > n, x, n), np.pad(x, 1, mode="edge"), x[::-2, 1::3].T)
+
+
+f32 = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+CASES = [
+    ("gelu_layer", gelu_layer, (f32(16, 32), f32(32, 8), f32(8))),
+    ("softmax", softmax, (f32(12, 40),)),
+    ("layernorm", layernorm, (f32(6, 24), f32(24), f32(24))),
+    ("blur", blur, (f32(20, 30),)),
+    ("int32", int_semantics, (rng.integers(-99, 99, (5, 7)).astype(np.int32),
+                              rng.integers(-4, 4, (5, 7)).astype(np.int32))),
+    ("int8_wrap", int_semantics, (np.array([-128, 127, -7, 7, 0, 100], np.int8),
+                                  np.array([-1, 2, -2, 0, 3, 3], np.int8))),
+    ("mixed_f64", mixed, (rng.standard_normal((9, 10)), 0.25)),
+    ("float16", lambda x: (x * x + 1).sum(axis=1) / 3, (f32(5, 6).astype(np.float16),)),
+    ("uint8", lambda a, b: (a + b, a - b, a * b, a // np.maximum(b, 1)),
+     (rng.integers(0, 255, (4, 9)).astype(np.uint8), rng.integers(0, 255, (4, 9)).astype(np.uint8))),
+    ("bool", lambda m, x: (m & (x > 0), np.logical_xor(m, x < 0), m.sum(), m.any()),
+     (rng.random((3, 5)) > 0.5, f32(3, 5))),
+    ("scalar_0d", lambda x, s: (x * s + 1, np.exp(x)), (np.float32(2.0), 3.0)),
+    ("nan_inf", lambda x: (np.maximum(x, 0), np.fmax(x, 0), x.max(axis=1), x.argmin(axis=1),
+                           np.isnan(x), np.isinf(x)),
+     (np.array([[np.nan, 1, -np.inf], [2, np.inf, 0]], np.float32),)),
+]
+
+
+@pytest.mark.parametrize("fn,args", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_compiled_matches_numpy(fn, args):
+    f = halojit.trace(fn)
+    with np.errstate(all="ignore"):
+        want = fn(*args)
+    before = [np.array(a, copy=True) for a in args]
+    close(f(*args), want, rtol=2e-3 if "float16" in str(args[0].dtype if hasattr(args[0], "dtype") else "") else 1e-5)
+    for a, b in zip(args, before):  # inputs never written to
+        np.testing.assert_array_equal(np.asarray(a), b)
+    assert f.stats()["misses"] == 1
+
+
+def test_strided_negative_and_transposed_views():
+    f = halojit.trace(lambda a, b: np.sin(a) * b + 1)
+    base = f32(16, 24)
+    other = f32(24, 16)
+    for a, b in [(base[::2, ::3], other[::-3, ::2].T),
+                 (base[::-1], other.T), (base[:, ::-1], other.T[::-1])]:
+        close(f(a, b), np.sin(a) * b + 1)
+
+
+def test_zero_size_and_broadcast_inputs():
+    f = halojit.trace(lambda a, b: (a + b).sum(axis=0))
+    close(f(np.ones((0, 3), np.float32), np.ones(3, np.float32)), np.zeros(3, np.float32))
+    b = np.broadcast_to(np.float32(2), (4, 5))  # zero strides
+    a = f32(4, 5)
+    close(f(a, b), (a + b).sum(axis=0))
+
+
+def test_out_writes_into_given_array():
+    f = halojit.trace(softmax)
+    x = f32(4, 8)
+    out = np.empty((4, 8), np.float32)
+    r = f(x, out=out)
+    assert r is out
+    close(out, softmax(x))
+    with pytest.raises(halojit.ShapeError):
+        f(x, out=np.empty((4, 9), np.float32))
+
+
+def test_concurrent_calls_from_four_threads():
+    f = halojit.trace(layernorm)
+    g, b = f32(32), f32(32)
+    inputs = [f32(16, 32) for _ in range(4)]
+    f(inputs[0], g, b)  # compile once
+    results, errors = [None] * 4, []
+
+    def work(k):
+        try:
+            for _ in range(20):
+                results[k] = f(inputs[k], g, b)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for k in range(4):
+        close(results[k], layernorm(inputs[k], g, b), rtol=1e-4, atol=1e-5)
+
+
+def test_lower_reports_groups_schedule_and_stmt():
+    lo = halojit.trace(softmax).lower(f32(8, 16))
+    assert lo.kernel_count == 1
+    g = lo.groups[0]
+    assert g.ops == ["max", "subtract", "exp", "sum", "divide"]
+    assert g.kernel.startswith("hj_")
+    assert "Adams2019" in g.scheduler
+    assert g.stmt and "produce" in g.stmt
+    assert g.kernel in lo.graph
+
+
+def test_bad_autoscheduler_is_refused_before_compiling():
+    with pytest.raises(halojit.HalojitError, match="valid keys are"):
+        halojit.trace(softmax, autoscheduler=("Adams2019", {"bogus": 1}))(f32(2, 2))
+    with pytest.raises(halojit.HalojitError, match="expected one of"):
+        halojit.trace(softmax, autoscheduler="NoSuchScheduler")(f32(2, 2))
+
+
+@pytest.mark.parametrize("sched", ["Li2018", "Mullapudi2016", "none"])
+def test_other_schedulers(sched):
+    f = halojit.trace(layernorm, autoscheduler=sched)
+    x, g, b = f32(8, 16), f32(16), f32(16)
+    close(f(x, g, b), layernorm(x, g, b), rtol=1e-4, atol=1e-5)
