@@ -98,8 +98,11 @@ class _Worker:
         env = dict(os.environ)
         root = os.path.dirname(os.path.dirname(os.path.abspath(halojit.__file__)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        # cwd=root: `python -m` puts the cwd first on sys.path, and the child
+        # must import the very halojit this process runs (not a source tree).
         self.proc = subprocess.Popen([sys.executable, "-m", "halojit.generators.worker"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                                     cwd=root)
 
     def call(self, request: dict) -> dict:
         data = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)

@@ -61,7 +61,7 @@ def _run_script(cache: Path) -> int:
     root = Path(halojit.__file__).resolve().parent.parent
     env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
     out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
-                         text=True, timeout=300)
+                         text=True, timeout=300, cwd=root)
     assert out.returncode == 0, out.stderr
     return int(out.stdout.split("COMPILES")[1].split()[0])
 
@@ -89,7 +89,7 @@ def test_cache_clear_cli(tmp_path):
     root = Path(halojit.__file__).resolve().parent.parent
     env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
     r = subprocess.run([sys.executable, "-m", "halojit", "cache", "clear"], env=env,
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, cwd=root)
     assert r.returncode == 0, r.stderr
     assert not (tmp_path / "kernels").exists()
     assert (tmp_path / "tuning.db").exists()
