@@ -60,10 +60,11 @@ def cmd_demo(args) -> int:
               f"(0 s when the disk cache is warm)")
         got = f(*inputs)
         want = fn(*inputs)
-        err = float(np.max(np.abs(got.astype(np.float64) - want)))
+        scale = np.maximum(np.abs(want.astype(np.float64)), 1.0)
+        err = float(np.max(np.abs(got.astype(np.float64) - want) / scale))
         t_np = _median_time(fn, *inputs)
         t_hj = _median_time(f, *inputs)
-        print(f"result {got.dtype}{list(got.shape)}, max |halojit - numpy| = {err:.2e}")
+        print(f"result {got.dtype}{list(got.shape)}, max relative error vs numpy = {err:.1e}")
         print(f"numpy {t_np * 1e3:8.2f} ms   halojit {t_hj * 1e3:8.2f} ms   "
               f"speedup {t_np / t_hj:5.2f}x\n")
     return 0

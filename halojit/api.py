@@ -327,6 +327,28 @@ class TracedFunction:
         from .lowered import lower
         return lower(self, args, kwargs, target)
 
+    def profile(self, *args, repeat: int = 1, **kwargs) -> list[dict]:
+        """Run once per ``repeat`` and return each kernel's run time (seconds,
+        best of the repeats) with its ops and compile time."""
+        converted = self._convert(args)
+        values = [v for v, _ in converted]
+        spec = self._get_spec(values, [a for _, a in converted], kwargs)
+        ex = spec.executor if spec is not None else None
+        if ex is None or not hasattr(ex, "timings"):
+            return []
+        best = None
+        ex.profile = True
+        try:
+            for _ in range(max(1, repeat)):
+                self._run(spec, values, None)
+                t = ex.timings()
+                best = t if best is None else [min(a, b) for a, b in zip(best, t)]
+        finally:
+            ex.profile = False
+        return [{"kernel": k.fn_name, "ops": k.ops, "run_seconds": s,
+                 "compile_seconds": k.compile_seconds, "scheduler": k.spec}
+                for k, s in zip(ex.kernels, best)]
+
     def __repr__(self):
         return (f"<halojit.trace {self.__name__} opt_level={self.opt_level} "
                 f"backend={self.backend} target={self.target}>")

@@ -244,16 +244,41 @@ def _f64(fn):
     return wrapped
 
 
+def _exp(a):
+    # Halide's float32 exp returns 0 for NaN and +inf (measured, strict_float
+    # too); float64 exp is IEEE-faithful.
+    r = hl.exp(a)
+    if a.type() != hl.Float(32):
+        return r
+    inf = hl.f32(float("inf"))
+    return hl.select(hl.is_nan(a), a, hl.select(a > hl.f32(88.72284), inf, r))
+
+
+def _log(a):
+    # Halide's float32 log returns ~89 for NaN and +inf and flushes
+    # subnormal inputs; scale subnormals up by 2**24 and patch the specials.
+    if a.type() != hl.Float(32):
+        return hl.log(a)
+    tiny = (a > hl.f32(0)) & (a < hl.f32(1.17549435e-38))
+    r = hl.log(hl.select(tiny, a * hl.f32(16777216.0), a)) - \
+        hl.select(tiny, hl.f32(24 * LN2), hl.f32(0))
+    nan, inf = hl.f32(float("nan")), hl.f32(float("inf"))
+    r = hl.select(a == hl.f32(0), -inf, hl.select(a < hl.f32(0), nan, r))
+    return hl.select(hl.is_nan(a) | (a == inf), a, r)
+
+
 def _expm1(a):
     u = hl.exp(a)
     one = _one(a)
-    return hl.select(u == one, a, hl.select(u - one == -one, -one, (u - one) * a / hl.log(u)))
+    r = hl.select(u == one, a, hl.select(u - one == -one, -one, (u - one) * a / hl.log(u)))
+    return hl.select(hl.is_inf(a) & (a > _zero(a)), a, r)
 
 
 def _log1p(a):
     one = _one(a)
     u = a + one
-    return hl.select(u == one, a, hl.log(u) * a / (u - one))
+    r = hl.select(u == one, a, hl.log(u) * a / (u - one))
+    return hl.select(hl.is_inf(a) & (a > _zero(a)), a, r)
 
 
 def _cbrt(a):
@@ -325,10 +350,10 @@ UNARY = {
     "sqrt": hl.sqrt,
     "square": lambda a: _wmul(a, a) if not a.type().is_float() else a * a,
     "reciprocal": _reciprocal,
-    "exp": hl.exp,
+    "exp": _exp,
     "exp2": _f64(lambda a: hl.pow(hl.f64(2.0), a)),
     "expm1": _f64(_expm1),
-    "log": hl.log,
+    "log": _log,
     "log2": _f64(lambda a: hl.log(a) / hl.f64(LN2)),
     "log10": _f64(lambda a: hl.log(a) / hl.f64(LN10)),
     "log1p": _f64(_log1p),

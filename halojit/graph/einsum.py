@@ -38,7 +38,7 @@ def _parse(subscripts: str, n: int, loc):
 def _sum_out(x, term, keep):
     axes = tuple(i for i, c in enumerate(term) if c not in keep)
     if axes:
-        x = np.sum(x, axis=axes)
+        x = np.sum(x, axis=axes, dtype=x.dtype)  # einsum keeps the dtype (int8, bool: or)
         term = "".join(c for c in term if c in keep)
     return x, term
 

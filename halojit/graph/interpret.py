@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InternalError
 from .ir import Graph, Node
 from .ops import REGISTRY
 
@@ -24,11 +25,14 @@ def last_uses(graph: Graph) -> dict[Node, list[Node]]:
     return out
 
 
-def interpret(graph: Graph, inputs, free_early: dict | None = None) -> list[np.ndarray]:
+def interpret(graph: Graph, inputs, free_early: dict | None = None,
+              check: bool = False) -> list[np.ndarray]:
     """Values of ``graph.outputs`` for concrete ``inputs`` (one per graph input).
 
     ``free_early`` (from ``last_uses``) drops intermediates after their last
     reader, so peak memory follows the live set rather than the graph size.
+    ``check`` raises InternalError where a reference's result disagrees with
+    its node's aval (a bug in the op's infer or reference).
     """
     env: dict[Node, np.ndarray] = {}
     for node, value in zip(graph.inputs, inputs):
@@ -41,7 +45,17 @@ def interpret(graph: Graph, inputs, free_early: dict | None = None) -> list[np.n
                 env[node] = node.params["value"].value
                 continue
             env[node] = REGISTRY[node.op].reference([env[i] for i in node.inputs], node.params)
+            if check:
+                _check_value(node, env[node])
             if free_early:
                 for dead in free_early.get(node, ()):
                     del env[dead]
     return [env[o] for o in graph.outputs]
+
+
+def _check_value(node: Node, value):
+    v = np.asarray(value)
+    if v.shape != node.shape or v.dtype != node.dtype:
+        raise InternalError(
+            f"interpret: {node.op} at {node.loc} computed {v.dtype}{v.shape}, but its aval "
+            f"is {node.aval}; the op's infer and reference disagree.")

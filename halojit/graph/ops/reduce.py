@@ -49,7 +49,10 @@ def _reference(name):
 
     def reference(arrays, params):
         (a,) = arrays
-        return np.asarray(fn(a, axis=params["axes"], keepdims=params["keepdims"]))
+        # dtype=: numpy would widen int8 sums to int64; the tracer already cast
+        # the operand to the accumulation dtype, which is the output dtype.
+        kw = {"dtype": a.dtype} if name in ("sum", "prod") else {}
+        return np.asarray(fn(a, axis=params["axes"], keepdims=params["keepdims"], **kw))
     return reference
 
 
