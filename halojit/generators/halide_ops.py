@@ -297,7 +297,9 @@ def _sign(a):
     zero, one = _zero(a), _one(a)
     if t.is_uint():
         return hl.select(a > zero, one, zero)
-    return hl.select(a > zero, one, hl.select(a < zero, -one, a if t.is_float() else zero))
+    if t.is_float():
+        return hl.select(hl.is_nan(a), a, hl.select(a > zero, one, hl.select(a < zero, -one, a)))
+    return hl.select(a > zero, one, hl.select(a < zero, -one, zero))
 
 
 def _absolute(a):
@@ -321,6 +323,18 @@ def _reciprocal(a):
     if t.is_float():
         return _one(a) / a
     return _one(a) / a if t.is_uint() else hl.select(a == _zero(a), _zero(a), _one(a) / a)
+
+
+def _compare(op, nan_result):
+    """An IEEE comparison: Halide's simplifier rewrites a >= b as !(a < b),
+    which is true for NaN operands, so NaN cases are decided explicitly."""
+    def fn(a, b):
+        r = op(a, b)
+        if not a.type().is_float():
+            return r
+        either_nan = hl.is_nan(a) | hl.is_nan(b)
+        return (r | either_nan) if nan_result else (r & ~either_nan)
+    return fn
 
 
 def _bool_or_int(bool_op, int_op):
@@ -389,12 +403,12 @@ BINARY = {
     "minimum": _nan_max(hl.min),
     "fmax": _fmax(hl.max),
     "fmin": _fmax(hl.min),
-    "equal": lambda a, b: a == b,
-    "not_equal": lambda a, b: a != b,
-    "less": lambda a, b: a < b,
-    "less_equal": lambda a, b: a <= b,
-    "greater": lambda a, b: a > b,
-    "greater_equal": lambda a, b: a >= b,
+    "equal": _compare(lambda a, b: a == b, False),
+    "not_equal": _compare(lambda a, b: a != b, True),
+    "less": _compare(lambda a, b: a < b, False),
+    "less_equal": _compare(lambda a, b: a <= b, False),
+    "greater": _compare(lambda a, b: a > b, False),
+    "greater_equal": _compare(lambda a, b: a >= b, False),
     "logical_and": lambda a, b: _truthy(a) & _truthy(b),
     "logical_or": lambda a, b: _truthy(a) | _truthy(b),
     "logical_xor": lambda a, b: _truthy(a) != _truthy(b),

@@ -188,6 +188,8 @@ def _ref(f, out_vars, tuple_valued=False):
 def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
     (x,) = operands
     dt = node.dtype
+    if not node.params["axes"]:
+        return x  # axis=() or a 0-d operand: every reduction is the identity
     out_vars, rdom, idx = _reduce_setup(lw, node, x)
     v = x.at(idx)
     ct = H.compute_type(dt)
