@@ -48,6 +48,17 @@ def bcast_index(idx, shape):
     return [hl.Expr(0) if d == 1 else e for e, d in zip(sub, shape)]
 
 
+@dataclass
+class Stage:
+    """A Func the algorithm created, for schedule templates to find."""
+
+    kind: str  # "reduce", "argreduce", "matmul" or "materialized"
+    func: hl.Func
+    shape: tuple  # numpy order
+    rdom: object = None
+    in_shape: tuple = ()
+
+
 class Lowerer:
     """Builds the Halide algorithm of one local graph."""
 
@@ -55,6 +66,7 @@ class Lowerer:
         self.graph = graph
         self.name = name
         self.counter = 0
+        self.stages: list[Stage] = []
         self.params: list[hl.ImageParam] = []
         self.env: dict[Node, Lazy] = {}
         users: dict[Node, int] = {}
@@ -78,6 +90,7 @@ class Lowerer:
             f[tuple(reversed(vs))] = e
         else:
             f[()] = e
+        self.stages.append(Stage("materialized", f, lazy.shape))
         return func_lazy(f, lazy.shape, lazy.dtype)
 
     def lower(self):
@@ -185,29 +198,17 @@ def _ref(f, out_vars, tuple_valued=False):
     return r if tuple_valued else hl.Expr(r)
 
 
-def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
-    (x,) = operands
-    dt = node.dtype
-    if not node.params["axes"]:
-        return x  # axis=() or a 0-d operand: every reduction is the identity
-    out_vars, rdom, idx = _reduce_setup(lw, node, x)
-    v = x.at(idx)
+def _reducer(op, dt):
+    """(accumulator type, init Expr, combine(acc, v)) of a reduction op."""
     ct = H.compute_type(dt)
-    f = hl.Func(lw.fresh(node.op))
-    op = node.op
-    wide = dt.kind == "f" and dt.itemsize < 8 and op == "sum"
-    if wide:  # float32/16 sums accumulate in float64: more accurate than pairwise
-        ct = hl.Float(64)
-        v = hl.cast(ct, v)
     if op == "sum":
-        _define(f, out_vars, hl.cast(ct, 0))
-        if rdom is not None:
-            _define(f, out_vars, H.BINARY["add"](_ref(f, out_vars), v))
-    elif op == "prod":
-        _define(f, out_vars, hl.cast(ct, 1) if dt.kind != "b" else H.literal(True, dt))
-        if rdom is not None:
-            _define(f, out_vars, H.BINARY["multiply"](_ref(f, out_vars), v))
-    elif op in ("max", "min"):
+        if dt.kind == "f" and dt.itemsize < 8:  # float16/32 sums accumulate in float64:
+            ct = hl.Float(64)                   # more accurate than numpy's pairwise sum
+        return ct, hl.cast(ct, 0), H.BINARY["add"]
+    if op == "prod":
+        return ct, (hl.cast(ct, 1) if dt.kind != "b" else H.literal(True, dt)), \
+            H.BINARY["multiply"]
+    if op in ("max", "min"):
         if dt.kind == "f":
             init = H.literal(-np.inf if op == "max" else np.inf, dt)
         elif dt.kind == "b":
@@ -215,18 +216,69 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
         else:
             info = np.iinfo(dt)
             init = H.literal(info.min if op == "max" else info.max, dt)
-        _define(f, out_vars, init)
-        if rdom is not None:
-            _define(f, out_vars, H.BINARY["maximum" if op == "max" else "minimum"](_ref(f, out_vars), v))
-    elif op in ("any", "all"):
-        _define(f, out_vars, H.literal(op == "all", np.bool_))
-        if rdom is not None:
-            cur = _ref(f, out_vars)
-            _define(f, out_vars, (cur | v) if op == "any" else (cur & v))
+        return ct, init, H.BINARY["maximum" if op == "max" else "minimum"]
+    if op in ("any", "all"):
+        return ct, H.literal(op == "all", np.bool_), (
+            (lambda a, b: a | b) if op == "any" else (lambda a, b: a & b))
+    raise UnsupportedError(f"reduction {op}")
+
+
+# A reduction over the last axis of at least this many elements keeps LANES
+# partial results (a pure dimension, vectorizable without atomics, which
+# strict_float floats and NaN-aware max cannot use), then combines them.
+LANES = 16
+SPLIT_MIN = 4 * LANES
+
+
+def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
+    (x,) = operands
+    dt, op = node.dtype, node.op
+    axes = node.params["axes"]
+    if not axes:
+        return x  # axis=() or a 0-d operand: every reduction is the identity
+    ct, init, combine = _reducer(op, dt)
+    last = len(x.shape) - 1
+    n = x.shape[last]
+    out_vars = lw.vars(node.aval.ndim)
+    f = hl.Func(lw.fresh(op))
+    _define(f, out_vars, init)
+
+    def value(idx):
+        return hl.cast(ct, x.at(idx))
+
+    def src_index(rvars):
+        idx, j = [], 0
+        for d in range(len(x.shape)):
+            if d in rvars:
+                idx.append(rvars[d])
+                j += node.params["keepdims"]
+            else:
+                idx.append(out_vars[j])
+                j += 1
+        return idx
+
+    if axes == (last,) and n >= SPLIT_MIN:
+        lane = hl.Var("lane")
+        part = hl.Func(lw.fresh(op + "_part"))
+        _define(part, out_vars + [lane], init)  # lane is Halide's innermost dim
+        rk = hl.RDom([hl.Range(0, n // LANES)])
+        _define(part, out_vars + [lane], combine(
+            _ref(part, out_vars + [lane]), value(src_index({last: rk.x * LANES + lane}))))
+        rl = hl.RDom([hl.Range(0, LANES)])
+        _define(f, out_vars, combine(_ref(f, out_vars), _ref(part, out_vars + [rl.x])))
+        if n % LANES:
+            rt = hl.RDom([hl.Range(n // LANES * LANES, n % LANES)])
+            _define(f, out_vars, combine(_ref(f, out_vars), value(src_index({last: rt.x}))))
+        lw.stages.append(Stage("partial", part, (LANES,) + tuple(node.shape), rk, x.shape))
+        rdom = rl
     else:
-        raise UnsupportedError(f"reduction {op}")
+        rdom = hl.RDom([hl.Range(0, x.shape[a]) for a in reversed(axes)])
+        rvars = {a: rdom[k] for k, a in enumerate(reversed(axes))}
+        _define(f, out_vars, combine(_ref(f, out_vars), value(src_index(rvars))))
+    wide = ct != H.compute_type(dt)
     convert = (lambda e: H.round_f16(hl.cast(hl.Float(32), e)) if dt == np.float16
                else hl.cast(H.compute_type(dt), e)) if wide else None
+    lw.stages.append(Stage("reduce", f, node.shape, rdom, x.shape))
     return func_lazy(f, node.shape, dt, convert=convert)
 
 
@@ -248,6 +300,7 @@ def lower_argreduce(lw: Lowerer, node: Node, operands) -> Lazy:
     r = rdom[0]
     _define(f, out_vars, (hl.select(better, hl.cast(hl.Int(64), r), best_i),
                           hl.select(better, v, best_v)))
+    lw.stages.append(Stage("argreduce", f, node.shape, rdom, x.shape))
     return func_lazy(f, node.shape, node.dtype, component=0)
 
 
@@ -404,6 +457,7 @@ def lower_matmul(lw, node, operands):
         _define(f, out_vars, hl.cast(ct, 0))
         _define(f, out_vars, H.BINARY["add"](_ref(f, out_vars), prod))
     convert = H.round_f16 if dt == np.float16 else None
+    lw.stages.append(Stage("matmul", f, node.shape, r, a.shape))
     return func_lazy(f, node.shape, dt, convert=convert)
 
 
@@ -422,8 +476,11 @@ class LoweredGroup:
     pipeline: hl.Pipeline
     params: list
     outputs: list
+    stages: list
+    graph: Graph
 
 
 def lower_group(graph: Graph, name: str) -> LoweredGroup:
-    pipeline, params, outputs = Lowerer(graph, name).lower()
-    return LoweredGroup(pipeline, params, outputs)
+    lw = Lowerer(graph, name)
+    pipeline, params, outputs = lw.lower()
+    return LoweredGroup(pipeline, params, outputs, lw.stages, graph)

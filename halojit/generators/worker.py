@@ -20,7 +20,15 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import CompileError
+from ..errors import CompileError, HalojitError
+
+
+def _flush_c_stdio():
+    try:
+        import ctypes
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass
 
 
 def _compile_quietly(request: dict) -> dict:
@@ -33,6 +41,7 @@ def _compile_quietly(request: dict) -> dict:
         try:
             result = compile_group(request)
         finally:
+            _flush_c_stdio()
             os.dup2(saved, 2)
             os.close(saved)
         cap.seek(0)
@@ -44,7 +53,7 @@ def compile_group(request: dict) -> dict:
     """request: graph, fn_name, target (string), specs (fallback chain), out_dir."""
     import halide as hl
 
-    from ..schedules.autoschedule import autoschedule, set_estimates
+    from ..schedules.autoschedule import apply_schedule, set_estimates
     from .compile import compile_pipeline
     from .lowering import lower_group
 
@@ -60,11 +69,13 @@ def compile_group(request: dict) -> dict:
             set_estimates(lowered.params, lowered.outputs,
                           [i.shape for i in graph.inputs], [o.shape for o in graph.outputs])
             t_sched = time.perf_counter()
-            results = autoschedule(lowered.pipeline, target, spec)
+            results, text = apply_schedule(lowered, target, spec)
             sched_seconds = time.perf_counter() - t_sched
             kernel = compile_pipeline(lowered.pipeline, lowered.params, fn_name, target, out_dir,
                                       ("stmt", "schedule"), results)
-        except (hl.HalideError, CompileError, RuntimeError) as e:
+            if text is not None and kernel.schedule_path:
+                kernel.schedule_path.write_text(f"// {spec}\n{text}\n")
+        except (hl.HalideError, CompileError, RuntimeError, HalojitError) as e:
             failures.append(f"{spec}: {str(e).strip()}")
             continue
         info = {
@@ -202,7 +213,11 @@ def compile_groups(requests: list[dict]) -> list[dict]:
 def main():
     """Serve requests on stdin/stdout until stdin closes."""
     out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # anything Halide prints must not corrupt the protocol
+    # Halide's warnings go through a buffered stdout flushed at exit; they
+    # must neither corrupt the protocol nor reach the user's terminal.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
     stdin = sys.stdin.buffer
     while True:
         try:

@@ -128,6 +128,9 @@ def reduction(name, x, axis=None, keepdims=False, dtype=None, ddof=0):
     ctx = _ctx_of(x)
     x = _tr(ctx, x, loc)
     node = x._node
+    if node.aval.ndim == 0 and name not in ("mean", "var", "std") and _is_int_index(axis) \
+            and axis in (0, -1):
+        axis = ()  # numpy's ufunc.reduce accepts axis 0 or -1 on a 0-d array
     axes = normalize_axes(axis, node.aval.ndim, name, loc)
     keepdims = bool(keepdims)
     if name in ("sum", "prod"):
@@ -178,6 +181,8 @@ def _arg(name):
         loc = user_loc()
         ctx = _ctx_of(a)
         a = _tr(ctx, a, loc)
+        if a.ndim == 0 and _is_int_index(axis) and axis in (0, -1):
+            axis = None  # as numpy: a 0-d array accepts axis 0 or -1
         if axis is None:
             flat = reshape(a, (-1,))
             r = ctx.emit(name, [flat], {"axes": (0,), "keepdims": False}, loc)
@@ -231,6 +236,13 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
     hi = None if hi is np._NoValue else hi
     ctx = _ctx_of(a, lo, hi)
     loc = user_loc()
+    a_dtype = a.dtype if isinstance(a, TracedArray) else np.asarray(a).dtype
+    if a_dtype.kind in "iu":  # numpy 2 drops Python int bounds beyond the dtype's range
+        info = np.iinfo(a_dtype)
+        lo = None if type(lo) is int and lo <= info.min else lo
+        hi = None if type(hi) is int and hi >= info.max else hi
+    if lo is None and hi is None:
+        return ctx.ufunc("positive", (a,), loc)
     parts = [p for p in (a, lo, hi) if p is not None]
     nodes = _cast_all(ctx, parts, loc)
     r = TracedArray(nodes[0], ctx)

@@ -348,6 +348,16 @@ class TracedArray:
             )
         return handler(*args, **kwargs)
 
+    def __getattr__(self, name):
+        # Only reached when normal lookup fails: an ndarray method halojit
+        # does not trace (x.cumsum()) gets a clear error instead of AttributeError.
+        if not name.startswith("__") and hasattr(np.ndarray, name):
+            raise UnsupportedError(
+                f"ndarray.{name} is not supported inside @halojit.trace{format_loc(user_loc())}; "
+                "compute it outside the traced function or in a "
+                "`with halojit.exclude_from_trace():` block.")
+        raise AttributeError(f"'TracedArray' object has no attribute {name!r}")
+
     # -- writes ------------------------------------------------------------------
     def __setitem__(self, key, value):
         from .numpy_api import setitem
@@ -385,6 +395,9 @@ class TracedArray:
 def _binary(name, reflected=False):
     def op(self, other):
         operands = (other, self) if reflected else (self, other)
+        if isinstance(other, complex):
+            raise DTypeError(f"{name}: complex numbers are not supported{format_loc(user_loc())}; "
+                             "expected a real scalar or array.")
         if not isinstance(other, (TracedArray, np.ndarray, np.generic, bool, int, float, list, tuple)):
             return NotImplemented
         return self._ctx.ufunc(name, operands)

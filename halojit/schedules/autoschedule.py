@@ -64,9 +64,19 @@ def make_spec(name: str, params: dict | None = None) -> ScheduleSpec:
         if params:
             raise HalojitError(f"schedule {NO_SCHEDULE!r} takes no parameters, got {sorted(params)}.")
         return ScheduleSpec(NO_SCHEDULE)
+    from .templates import TEMPLATES
+    if name in TEMPLATES:
+        allowed = TEMPLATES[name][0]
+        params = dict(allowed, **{k: str(v) for k, v in (params or {}).items()})
+        unknown = sorted(set(params) - set(allowed))
+        if unknown:
+            raise HalojitError(f"template {name}: unknown parameter(s) {unknown}; valid keys "
+                               f"are {sorted(allowed)}.")
+        return ScheduleSpec(name, tuple(sorted(params.items())))
     if name not in SCHEDULERS:
         raise HalojitError(
-            f"unknown autoscheduler {name!r}; expected one of {sorted(SCHEDULERS)} or {NO_SCHEDULE!r}.")
+            f"unknown autoscheduler {name!r}; expected one of {sorted(SCHEDULERS)}, a template "
+            f"({', '.join(sorted(TEMPLATES))}) or {NO_SCHEDULE!r}.")
     allowed = SCHEDULERS[name][1]
     params = dict(params or {})
     unknown = sorted(set(params) - set(allowed))
@@ -99,7 +109,7 @@ def parse_autoscheduler(value) -> ScheduleSpec | None:
 def fallback_chain(spec: ScheduleSpec) -> list[ScheduleSpec]:
     """Schedulers to try in order when one fails."""
     chain = [spec]
-    for name in ("Mullapudi2016", "Li2018"):
+    for name in ("Adams2019", "Mullapudi2016", "Li2018"):
         if spec.name != name:
             chain.append(make_spec(name))
     chain.append(ScheduleSpec(NO_SCHEDULE))
@@ -130,10 +140,16 @@ def set_estimates(params, outputs, input_shapes, output_shapes) -> None:
         f.set_estimates([hl.Range(0, d) for d in reversed(shape)])
 
 
-def autoschedule(pipeline, target, spec: ScheduleSpec):
-    """Apply ``spec``; returns Halide's AutoSchedulerResults, or None for NO_SCHEDULE."""
+def apply_schedule(lowered, target, spec: ScheduleSpec):
+    """Schedule a lowered group: (AutoSchedulerResults or None, template text or None)."""
     import halide as hl
+
+    from .templates import TEMPLATES, apply_template
     if spec.name == NO_SCHEDULE:
-        return None
+        return None, "Halide's default schedule"
+    if spec.name in TEMPLATES:
+        return None, apply_template(lowered, spec.name, dict(spec.params))
     load_plugin(spec.name)
-    return pipeline.apply_autoscheduler(target, hl.AutoschedulerParams(spec.name, dict(spec.params)))
+    results = lowered.pipeline.apply_autoscheduler(
+        target, hl.AutoschedulerParams(spec.name, dict(spec.params)))
+    return results, None

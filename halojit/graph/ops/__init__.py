@@ -71,7 +71,7 @@ def broadcast_shapes(shapes, opname: str, loc: str | None) -> tuple[int, ...]:
 
 def normalize_axis(axis: int, ndim: int, opname: str, loc: str | None) -> int:
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise ShapeError(f"{opname}: axis must be an int, got {axis!r}{format_loc(loc)}.")
+        raise TypeError(f"{opname}: axis must be an int, got {axis!r}{format_loc(loc)}.")
     if not -ndim <= axis < ndim:
         raise ShapeError(
             f"{opname}: axis {axis} is out of bounds for an array of {ndim} "
