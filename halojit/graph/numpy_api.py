@@ -537,6 +537,10 @@ def getitem(x, key):
     loc = user_loc()
     ctx = x._ctx
     key = key if isinstance(key, tuple) else (key,)
+    # A 0-d integer traced array indexes like an int (numpy): its value is
+    # needed, a TraceError under symbolic tracing.
+    key = tuple(k.__index__() if isinstance(k, TracedArray) and k.ndim == 0
+                and k.dtype.kind in "iu" else k for k in key)
     for k in key:
         if not (k is None or k is Ellipsis or isinstance(k, slice) or _is_int_index(k)):
             raise UnsupportedError(
