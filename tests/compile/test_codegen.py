@@ -197,3 +197,30 @@ def test_long_row_reductions_use_lane_partials(n, dtype):
     f = halojit.trace(reds)
     with np.errstate(all="ignore"):
         close(f(x), reds(x), rtol=1e-6)
+
+
+def test_pooled_outputs_are_never_shared_while_alive():
+    """Large outputs recycle memory only once nothing references it."""
+    f = halojit.trace(lambda a: a * 2 + 1)
+    a = f32(512, 1024)  # 2 MiB: pooled
+    first = f(a)
+    view = first[3:5]  # keeps first's memory alive after first is dropped
+    del first
+    kept = [f(a + k) for k in range(3)]
+    for k, y in enumerate(kept):
+        close(y, (a + k) * 2 + 1)
+    close(view, (a * 2 + 1)[3:5])
+    ptrs = [y.__array_interface__["data"][0] for y in kept]
+    assert len(set(ptrs)) == 3
+    del kept, y
+    again = f(a)  # memory of a dropped output is reused, with correct values
+    close(again, a * 2 + 1)
+
+
+def test_out_may_be_a_strided_view():
+    f = halojit.trace(lambda a: np.exp(a))
+    a = f32(6, 8)
+    big = np.zeros((6, 16), np.float32)
+    f(a, out=big[:, ::2])  # last axis not unit-stride: computed, then copied
+    close(big[:, ::2], np.exp(a))
+    assert not big[:, 1::2].any()
