@@ -267,6 +267,28 @@ def _log(a):
     return hl.select(hl.is_nan(a) | (a == inf), a, r)
 
 
+# Taylor coefficients of tanh(x)/x in x**2, through x**16: for |x| < 0.5 the
+# next term is below 1e-8 relative.
+_TANH_TAYLOR = (1.0, -1.0 / 3, 2.0 / 15, -17.0 / 315, 62.0 / 2835, -1382.0 / 155925,
+                21844.0 / 6081075, -929569.0 / 638512875, 6404582.0 / 10854718875)
+
+
+def _tanh(a):
+    """float32 tanh from the vectorizable exp: Halide's own float32 tanh is a
+    scalar libm call (32 ms vs numpy's 0.65 ms on 2M elements, measured)."""
+    if a.type() != hl.Float(32):
+        return hl.tanh(a)
+    ax = hl.abs(a)
+    x2 = a * a
+    poly = hl.f32(_TANH_TAYLOR[-1])
+    for c in reversed(_TANH_TAYLOR[:-1]):
+        poly = poly * x2 + hl.f32(c)
+    small = a * poly
+    big = hl.f32(1) - hl.f32(2) / (_exp(ax * hl.f32(2)) + hl.f32(1))
+    big = hl.select(_signbit(a), -big, big)
+    return hl.select(ax < hl.f32(0.5), small, big)
+
+
 def _expm1(a):
     u = hl.exp(a)
     one = _one(a)
@@ -373,7 +395,7 @@ UNARY = {
     "log1p": _f64(_log1p),
     "sin": hl.sin, "cos": hl.cos, "tan": hl.tan,
     "arcsin": hl.asin, "arccos": hl.acos, "arctan": hl.atan,
-    "sinh": _f64(hl.sinh), "cosh": _f64(hl.cosh), "tanh": hl.tanh,
+    "sinh": _f64(hl.sinh), "cosh": _f64(hl.cosh), "tanh": _tanh,
     "arcsinh": _f64(hl.asinh), "arccosh": _f64(hl.acosh), "arctanh": _f64(hl.atanh),
     "floor": lambda a: hl.floor(a) if a.type().is_float() else a,
     "ceil": lambda a: hl.ceil(a) if a.type().is_float() else a,
