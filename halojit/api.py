@@ -99,16 +99,26 @@ class NumpyExecutor:
         self.graph = graph
         self.free = last_uses(graph) if opt_level >= 2 else None
 
-    def __call__(self, inputs):
+    def __call__(self, inputs, outs=None):
         return interpret(self.graph, inputs, self.free)
 
 
 def _fresh(value, inputs) -> np.ndarray:
-    """An output the caller owns: never a view of an input or a constant."""
+    """An output the caller owns: never a constant or memory of an input."""
     arr = np.asarray(value)
-    if not arr.flags.writeable or arr.base is not None or any(arr is x for x in inputs):
+    if not arr.flags.writeable or any(
+            arr is x or np.may_share_memory(arr, x) for x in inputs if isinstance(x, np.ndarray)):
         return np.array(arr, copy=True)
     return arr
+
+
+def _fresh_all(results, inputs) -> list:
+    """Outputs the caller owns; one value returned twice (after CSE) is two arrays."""
+    out = []
+    for r in results:
+        arr = _fresh(r, inputs)
+        out.append(np.array(arr, copy=True) if any(arr is o for o in out) else arr)
+    return out
 
 
 # -- the traced function ----------------------------------------------------------------
@@ -241,11 +251,15 @@ class TracedFunction:
         for idx, dt in spec.weak_checks:
             np.asarray(values[idx].item(), dtype=dt)  # numpy's OverflowError for f(x_int8, 1000)
         inputs = values + [b.read() for b in spec.bindings]
-        results = spec.executor(inputs)
+        if out is not None:  # checked before any kernel runs; kernels write into it
+            outs = _check_out(out, spec.graph.outputs, self.__name__)
+            results = spec.executor(inputs, outs)
+        else:
+            results = spec.executor(inputs)
         return self._finish(spec, results, values, out)
 
     def _finish(self, spec, results, values, out):
-        results = [_fresh(r, values) for r in results]
+        results = _fresh_all(results, values)
         if out is not None:
             results = _write_out(results, out, self.__name__)
         leaves = [r[()] if isinstance(r, np.ndarray) and r.ndim == 0 and out is None else r
@@ -306,7 +320,7 @@ class TracedFunction:
             result = self.fn(*traced, **kwargs)
             leaves, treedef = flatten(result, _tracer.is_array_leaf)
             nodes = [ctx.as_node(x) for x in leaves]
-        results = [_fresh(ctx.values[n], values) for n in nodes]
+        results = _fresh_all([ctx.values[n] for n in nodes], values)
         if out is not None:
             results = _write_out(results, out, self.__name__)
         return treedef.unflatten([r[()] if r.ndim == 0 and out is None else r for r in results])
@@ -359,20 +373,28 @@ class TracedFunction:
         return functools.partial(self.__call__, obj)
 
 
-def _write_out(results, out, fname):
+def _check_out(out, nodes, fname) -> list:
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
-    if len(outs) != len(results):
+    if len(outs) != len(nodes):
         raise ShapeError(f"{fname}: out= has {len(outs)} arrays, the function returns "
-                         f"{len(results)}.")
-    for i, (o, r) in enumerate(zip(outs, results)):
+                         f"{len(nodes)}.")
+    for i, (o, n) in enumerate(zip(outs, nodes)):
         if not isinstance(o, np.ndarray):
             raise DTypeError(f"{fname}: out[{i}] must be a numpy array, got {type(o).__name__}.")
-        if o.shape != r.shape:
-            raise ShapeError(f"{fname}: out[{i}] has shape {o.shape}, expected {r.shape}.")
-        if o.dtype != r.dtype:
-            raise DTypeError(f"{fname}: out[{i}] has dtype {o.dtype}, expected {r.dtype}.")
+        if o.shape != n.shape:
+            raise ShapeError(f"{fname}: out[{i}] has shape {o.shape}, expected {n.shape}.")
+        if o.dtype != n.dtype:
+            raise DTypeError(f"{fname}: out[{i}] has dtype {o.dtype}, expected {n.dtype}.")
+        if not o.flags.writeable:
+            raise ValueError(f"{fname}: out[{i}] is read-only.")
+    return outs
+
+
+def _write_out(results, out, fname):
+    outs = _check_out(out, results, fname)
     for o, r in zip(outs, results):
-        np.copyto(o, r)
+        if r is not o:  # compiled kernels already wrote into o
+            np.copyto(o, r)
     return outs
 
 

@@ -57,12 +57,20 @@ def common_dtype(nodes):
     return np.result_type(*[_weak_repr(n) for n in nodes]), False
 
 
+def _as_strong(ctx, x, loc):
+    """``np.asarray(x)``: a weak Python scalar becomes a strong 0-d array."""
+    node = ctx.as_node(x, loc)
+    if not node.aval.weak:
+        return node
+    return ctx.emit("astype", [node], {"dtype": node.dtype}, loc)._node
+
+
 def _cast_all(ctx, xs, loc, dtype=None):
     nodes = [ctx.as_node(x, loc) for x in xs]
     dt, weak = common_dtype(nodes) if dtype is None else (np.dtype(dtype), False)
     check_dtype(dt, "result", loc)
     if weak:
-        return nodes
+        return [ctx.weak_cast(n, dt, loc) for n in nodes]
     return [ctx.cast(n, dt, loc) for n in nodes]
 
 
@@ -222,8 +230,17 @@ def where(cond, x=None, y=None):
             "use np.where(cond, x, y).")
     ctx = _ctx_of(cond, x, y)
     c = ctx.cast(cond, np.bool_, loc)
-    a, b = _cast_all(ctx, (x, y), loc)
-    return ctx.emit("where", [c, a, b], None, loc)
+    nodes = [ctx.as_node(v, loc) for v in (x, y)]
+    dt, weak = common_dtype(nodes)
+    check_dtype(dt, "np.where", loc)
+    if weak:
+        nodes = [ctx.weak_cast(n, dt, loc) for n in nodes]
+    else:
+        # np.where casts a Python int branch like astype, wrapping where it does
+        # not fit (np.where(c, x_uint8, -3) holds 253), never an OverflowError.
+        nodes = [n if n.dtype == dt and not n.aval.weak else
+                 ctx.emit("astype", [n], {"dtype": dt}, loc)._node for n in nodes]
+    return ctx.emit("where", [c, *nodes], None, loc)
 
 
 @implements(np.clip)
@@ -271,8 +288,16 @@ def round_(a, decimals=0, out=None):
     _unsupported_kw("round", {"out": out})
     ctx = _ctx_of(a)
     a = _tr(ctx, a, user_loc())
-    if a.dtype.kind in "biu":
-        return a if decimals >= 0 else UnsupportedError("round of integers with decimals < 0")
+    if a.dtype.kind == "b" and decimals != 0:
+        from ..errors import DTypeError
+        raise DTypeError(f"np.round: a bool array with decimals={decimals}: numpy cannot cast "
+                         f"the float64 result back to bool{format_loc(user_loc())}.")
+    if a.dtype.kind in "iu":
+        if decimals >= 0:
+            return a
+        # numpy: in float64, then cast back (np.round(1250, -2) is 1200)
+        scale = 10 ** -decimals
+        return np.rint(a.astype(np.float64) / scale).__mul__(scale).astype(a.dtype)
     if decimals == 0:
         return np.rint(a)
     scale = 10.0 ** abs(decimals)
@@ -319,6 +344,14 @@ def _size(a, axis=None):
 
 
 # -- movement --------------------------------------------------------------------
+def _view(src, result):
+    """``result`` is a view of ``src`` in numpy: writing into a view of an input
+    writes into the input, so it is refused like a write into the input."""
+    if getattr(src, "_is_input", False):
+        result._is_input = True
+    return result
+
+
 def _resolve_shape(shape, size, loc):
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
@@ -344,7 +377,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     shape = _resolve_shape(shape if shape is not None else newshape, a.size, loc)
     if shape == a.shape:
         return a
-    return ctx.emit("reshape", [a], {"shape": shape}, loc)
+    return _view(a, ctx.emit("reshape", [a], {"shape": shape}, loc))
 
 
 @implements(np.transpose)
@@ -361,7 +394,7 @@ def transpose(a, axes=None):
         perm = tuple(normalize_axis(p, a.ndim, "transpose", loc) for p in axes)
     if perm == tuple(range(a.ndim)):
         return a
-    return ctx.emit("transpose", [a], {"perm": perm}, loc)
+    return _view(a, ctx.emit("transpose", [a], {"perm": perm}, loc))
 
 
 @implements(np.swapaxes)
@@ -420,7 +453,8 @@ def ravel(a, order="C"):
 
 @implements(np.copy)
 def copy(a, order="K", subok=False):
-    return a
+    ctx = _ctx_of(a)
+    return TracedArray(ctx.as_node(a, user_loc()), ctx)  # a new array: writable
 
 
 @implements(np.broadcast_to)
@@ -431,7 +465,7 @@ def broadcast_to(a, shape, subok=False):
     shape = tuple(int(s) for s in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
     if shape == a.shape:
         return a
-    return ctx.emit("broadcast_to", [a], {"shape": shape}, loc)
+    return _view(a, ctx.emit("broadcast_to", [a], {"shape": shape}, loc))
 
 
 @implements(np.broadcast_arrays)
@@ -460,7 +494,8 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     if axis is None:
         arrays = [ravel(_tr(ctx, a, loc)) for a in arrays]
         axis = 0
-    nodes = _cast_all(ctx, arrays, loc, dtype)
+    # np.concatenate (and stack) convert with np.asarray: Python scalars are strong here
+    nodes = _cast_all(ctx, [_as_strong(ctx, a, loc) for a in arrays], loc, dtype)
     nd = nodes[0].aval.ndim
     if nd == 0:
         raise ShapeError(f"concatenate: zero-dimensional arrays cannot be concatenated{format_loc(loc)}.")
@@ -524,6 +559,8 @@ def pad(array, pad_width, mode="constant", **kwargs):
     if not np.isscalar(value):
         raise UnsupportedError(f"np.pad: only a scalar constant_values is supported{format_loc(loc)}.")
     widths = tuple((int(lo), int(hi)) for lo, hi in widths)
+    if a.ndim == 0:
+        return a  # numpy pads no axis of a 0-d array
     v = np.asarray(value).astype(a.dtype).item() if mode == "constant" else 0
     return ctx.emit("pad", [a], {"pad_width": widths, "mode": mode, "value": v}, loc)
 
@@ -588,16 +625,16 @@ def getitem(x, key):
     if tuple(sizes) != x.shape or any(s != 0 for s in starts) or any(t != 1 for t in steps):
         r = ctx.emit("slice", [x], {"starts": tuple(starts), "steps": tuple(steps),
                                     "shape": tuple(sizes)}, loc)
-    return reshape(r, tuple(out_shape))
+    return _view(x, reshape(r, tuple(out_shape)))
 
 
 def setitem(x, key, value):
     loc = user_loc()
     if x._is_input:
         raise TraceError(
-            f"item assignment writes into an input argument{format_loc(loc)}; traced functions "
-            "must not modify their inputs. Work on a copy, or build the result with np.where "
-            "or np.concatenate.")
+            f"item assignment writes into an input argument or a view of one{format_loc(loc)}; "
+            "traced functions must not modify their inputs. Work on a copy, or build the "
+            "result with np.where or np.concatenate.")
     raise UnsupportedError(
         f"item assignment on traced arrays is not supported{format_loc(loc)}; build the "
         "result with np.where, np.concatenate or np.pad instead.")
@@ -680,9 +717,9 @@ def _install_methods():
     T.astype = lambda self, dtype, order="K", casting="unsafe", subok=True, copy=True: astype(self, dtype)
     T.clip = lambda self, min=None, max=None, out=None, **kw: clip(self, min, max, out, **kw)
     T.squeeze = lambda self, axis=None: squeeze(self, axis)
-    T.flatten = lambda self, order="C": reshape(self, (-1,), order)
+    T.flatten = lambda self, order="C": copy(reshape(self, (-1,), order))  # always a copy
     T.ravel = lambda self, order="C": reshape(self, (-1,), order)
-    T.copy = lambda self, order="C": self
+    T.copy = lambda self, order="C": copy(self)
     T.swapaxes = swapaxes
     T.dot = lambda self, b, out=None: dot(self, b, out)
     T.round = lambda self, decimals=0, out=None: round_(self, decimals, out)

@@ -195,6 +195,22 @@ class TraceContext:
             return self.constant(node.params["value"].value)
         return self.emit("astype", [node], {"dtype": dtype}, loc)._node
 
+    def weak_cast(self, x, dtype, loc=None) -> Node:
+        """A weak value as ``dtype``, still weak: where only Python scalars meet
+        (``3 * 4.5`` computes in float64 and stays a weak Python float), so
+        that every op's operands have its loop dtypes."""
+        node = self.as_node(x, loc)
+        dtype = np.dtype(dtype)
+        if node.dtype == dtype:
+            return node
+        if node.op == "constant":
+            return self.constant(node.params["value"].value.astype(dtype), weak=True)
+        out = Node("astype", [node], {"dtype": dtype},
+                   AbstractArray(node.shape, dtype, weak=True), loc or user_loc())
+        if self.eager:
+            self.values[out] = np.asarray(self.values[node]).astype(dtype)
+        return out
+
     def ufunc(self, name: str, operands, loc=None) -> "TracedArray":
         loc = loc or user_loc()
         nodes = [self.as_node(x, loc) for x in operands]
@@ -203,8 +219,8 @@ class TraceContext:
             if r is not None:
                 return r
         in_dts, _, weak = resolve_ufunc(name, [n.aval for n in nodes], loc)
-        if not weak:
-            nodes = [self.cast(n, dt, loc) for n, dt in zip(nodes, in_dts)]
+        cast = self.weak_cast if weak else self.cast
+        nodes = [cast(n, dt, loc) for n, dt in zip(nodes, in_dts)]
         return self.emit(name, nodes, None, loc)
 
     def _compare_python_int(self, name, nodes, loc) -> "TracedArray | None":
@@ -334,7 +350,7 @@ class TracedArray:
     # -- numpy protocols --------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         from .numpy_api import apply_ufunc
-        return apply_ufunc(self._ctx, ufunc, method, inputs, kwargs)
+        return _strong(apply_ufunc(self._ctx, ufunc, method, inputs, kwargs))
 
     def __array_function__(self, func, types, args, kwargs):
         from .numpy_api import HANDLERS
@@ -346,7 +362,7 @@ class TracedArray:
                 f"{format_loc(user_loc())}; compute it outside the traced function or in "
                 "a `with halojit.exclude_from_trace():` block."
             )
-        return handler(*args, **kwargs)
+        return _strong(handler(*args, **kwargs))
 
     def __getattr__(self, name):
         # Only reached when normal lookup fails: an ndarray method halojit
@@ -366,7 +382,8 @@ class TracedArray:
     def _check_writable(self, what: str):
         if self._is_input:
             raise TraceError(
-                f"{what} writes into an input argument{format_loc(user_loc())}; traced "
+                f"{what} writes into an input argument or a view of one"
+                f"{format_loc(user_loc())}; traced "
                 "functions must not modify their inputs. Work on a copy: `x = x.copy()` or "
                 "`y = x + 1`."
             )
@@ -390,6 +407,17 @@ class TracedArray:
             other = self._ctx.emit("astype", [other], {"dtype": self.dtype}, loc)
         self._node = other._node
         return self
+
+
+def _strong(result):
+    """numpy functions return numpy objects: a result computed from Python
+    scalars only is strong (np.negative(2) is np.int64(-2)), while Python
+    operators keep it weak (-2 stays a Python int)."""
+    if isinstance(result, TracedArray) and result._node.aval.weak:
+        return result._ctx.emit("astype", [result._node], {"dtype": result.dtype})
+    if isinstance(result, (tuple, list)):
+        return type(result)(_strong(r) for r in result)
+    return result
 
 
 def _binary(name, reflected=False):
@@ -478,8 +506,17 @@ def warn_symbolic_false(fn_name: str, branches: int):
         f"graph is replayed on later calls; {branches} value-dependent Python decision(s) "
         "were frozen to the first call's outcome.",
         TraceWarning,
-        stacklevel=4,
+        stacklevel=_user_stacklevel(),
     )
+
+
+def _user_stacklevel() -> int:
+    """warnings.warn's stacklevel of the innermost frame outside halojit,
+    as seen from the caller of this function."""
+    f, level = sys._getframe(1), 1
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        f, level = f.f_back, level + 1
+    return level
 
 
 class exclude_from_trace:

@@ -1,0 +1,358 @@
+"""Surprising tracing behaviours, pinned. Each test says what happens and
+why; a change here is a change of documented behaviour."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import halojit
+from halojit import TraceError, TraceWarning
+from helpers import assert_same, jit
+
+X = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+
+# -- symbolic=False ------------------------------------------------------------------------------
+def test_symbolic_false_freezes_the_first_calls_branch_and_warns(opt_level):
+    def f(x):
+        if x.sum() > 0:
+            return x * 2
+        return x - 100
+
+    g = jit(f, opt_level, symbolic=False)
+    with pytest.warns(TraceWarning, match=r"symbolic=False.*1 value-dependent Python "
+                                          r"decision\(s\) were frozen"):
+        np.testing.assert_array_equal(g(X), X * 2)
+    # -X sums to < 0: plain Python would take the other branch; the graph does not.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no second warning on a cache hit
+        np.testing.assert_array_equal(g(-X), -X * 2)
+    assert g.stats()["misses"] == 1 and g.stats()["hits"] == 1
+
+
+def test_symbolic_false_warning_points_at_the_callers_line(opt_level):
+    g = jit(lambda x: x * (2 if x.max() > 3 else 3), opt_level, symbolic=False)
+    with pytest.warns(TraceWarning) as record:
+        g(X)
+    assert record[0].filename == __file__
+
+
+def test_symbolic_false_new_shape_retraces_with_the_new_values(opt_level):
+    g = jit(lambda x: x * 2 if x.sum() > 0 else x - 100, opt_level, symbolic=False)
+    with pytest.warns(TraceWarning):
+        g(X)
+    with pytest.warns(TraceWarning):
+        np.testing.assert_array_equal(g(-X[:1]), -X[:1] - 100)  # a new key: branch re-taken
+
+
+def test_symbolic_false_value_dependent_shapes_are_frozen(opt_level):
+    g = jit(lambda x: x[: int(x[0])], opt_level, symbolic=False)
+    with pytest.warns(TraceWarning):
+        np.testing.assert_array_equal(g(np.array([2.0, 5.0, 6.0])), [2.0, 5.0])
+    np.testing.assert_array_equal(g(np.array([1.0, 7.0, 8.0])), [1.0, 7.0])  # still 2 long
+
+
+# -- globals and closures ------------------------------------------------------------------------
+G_WEIGHTS = np.ones(3, np.float32)
+
+
+def uses_global(x):
+    return x * G_WEIGHTS
+
+
+def test_global_array_is_re_read_at_every_call(opt_level):
+    global G_WEIGHTS
+    saved = G_WEIGHTS
+    try:
+        G_WEIGHTS = np.ones(3, np.float32)
+        f = jit(uses_global, opt_level)
+        np.testing.assert_array_equal(f(X), X)
+        G_WEIGHTS[:] = 2  # an in-place update takes effect, no retrace
+        np.testing.assert_array_equal(f(X), X * 2)
+        assert f.stats()["misses"] == 1
+        G_WEIGHTS = np.full(3, 3, np.float32)  # rebinding (same aval): the new array is read
+        np.testing.assert_array_equal(f(X), X * 3)
+        assert f.stats()["misses"] == 1
+        G_WEIGHTS = np.full((2, 1), 4, np.float64)  # a new shape and dtype: retraces
+        assert_same(f(X), X * np.full((2, 1), 4.0))
+        assert f.stats()["misses"] == 2
+    finally:
+        G_WEIGHTS = saved
+
+
+def test_closure_array_is_re_read_at_every_call(opt_level):
+    w = np.ones(3, np.float32)
+
+    def f(x):
+        return x + w
+
+    g = jit(f, opt_level)
+    np.testing.assert_array_equal(g(X), X + 1)
+    w += 10
+    np.testing.assert_array_equal(g(X), X + 11)
+    assert g.stats()["misses"] == 1
+
+
+def test_capture_as_const_freezes_globals_and_closures(opt_level):
+    global G_WEIGHTS
+    saved = G_WEIGHTS
+    try:
+        G_WEIGHTS = np.ones(3, np.float32)
+        f = jit(uses_global, opt_level, capture_as_const=True)
+        np.testing.assert_array_equal(f(X), X)
+        G_WEIGHTS[:] = 5   # the constant is a copy taken at trace time
+        np.testing.assert_array_equal(f(X), X)
+        G_WEIGHTS = np.zeros((7,), np.float32)  # not even a rebinding is noticed
+        np.testing.assert_array_equal(f(X), X)
+        assert f.stats()["misses"] == 1
+    finally:
+        G_WEIGHTS = saved
+
+
+def test_global_python_scalars_are_frozen_at_trace_time(opt_level):
+    scale = {"value": 2.0}
+    k = 2.0
+
+    def f(x):
+        return x * k * scale["value"]
+
+    g = jit(f, opt_level)
+    np.testing.assert_array_equal(g(X), X * 4)
+    k = 10.0  # noqa: F841  (a Python float: baked in as a constant, no retrace)
+    scale["value"] = 10.0
+    np.testing.assert_array_equal(g(X), X * 4)
+
+
+def test_numpy_random_runs_once_at_trace_time(opt_level):
+    rng = np.random.default_rng(0)
+    g = jit(lambda x: x + rng.random(3), opt_level)
+    a, b = g(X), g(X)
+    np.testing.assert_array_equal(a, b)  # the same "random" numbers every call
+
+
+def test_arrays_computed_outside_numpy_dispatch_are_constants(opt_level):
+    table = np.arange(3.0)
+    g = jit(lambda x: x + np.cumsum(table), opt_level)  # cumsum of a plain array: eager
+    np.testing.assert_array_equal(g(X), X + np.cumsum(np.arange(3.0)))
+    table[:] = 100  # bound by reference, but only `table` itself is re-read; its cumsum
+    np.testing.assert_array_equal(g(X), X + np.cumsum(np.arange(3.0)))  # was a constant
+
+
+# -- the cache key -------------------------------------------------------------------------------
+def test_static_kwargs_are_part_of_the_cache_key(opt_level):
+    traces = []
+
+    def f(x, *, power=2, mode="a"):
+        traces.append((power, mode))
+        return x ** power if mode == "a" else -x
+
+    g = jit(f, opt_level)
+    g(X, power=2)
+    g(X, power=2)
+    assert g.stats()["misses"] == 1 and g.stats()["hits"] == 1
+    np.testing.assert_array_equal(g(X, power=3), X ** 3)
+    assert g.stats()["misses"] == 2
+    np.testing.assert_array_equal(g(X, power=3, mode="b"), -X)
+    assert g.stats()["misses"] == 3
+    g(X, mode="b", power=3)  # keyword order does not matter
+    assert g.stats()["misses"] == 3
+    assert traces == [(2, "a"), (3, "a"), (3, "b")]
+
+
+def test_static_kwargs_of_equal_value_but_different_type_are_different_keys(opt_level):
+    g = jit(lambda x, *, k: x * k, opt_level)
+    assert g(X, k=2).dtype == np.float32
+    g(X, k=2.0)
+    g(X, k=True)
+    assert g.stats()["misses"] == 3
+
+
+def test_positional_python_scalars_are_inputs_not_constants(opt_level):
+    g = jit(lambda x, s: x * s, opt_level)
+    np.testing.assert_array_equal(g(X, 2.0), X * 2)
+    np.testing.assert_array_equal(g(X, 3.0), X * 3)  # same key: no retrace, new value
+    assert g.stats()["misses"] == 1
+    g(X, 3)  # an int is another key (weak int64 vs weak float64)
+    assert g.stats()["misses"] == 2
+
+
+def test_weak_int_input_range_is_checked_at_every_call(opt_level):
+    g = jit(lambda x, s: x + s, opt_level)
+    x8 = np.zeros(3, np.int8)
+    np.testing.assert_array_equal(g(x8, 100), np.full(3, 100, np.int8))
+    with pytest.raises(OverflowError, match="Python integer 1000 out of bounds for int8"):
+        g(x8, 1000)  # a cache hit, but numpy would raise: so does halojit
+
+
+# -- Python side effects -------------------------------------------------------------------------
+def test_python_side_effects_happen_only_when_tracing(opt_level, capsys):
+    log = []
+
+    def f(x):
+        print("tracing f")
+        log.append(x.shape)
+        return x + 1
+
+    g = jit(f, opt_level)
+    for _ in range(3):
+        g(X)
+    assert log == [(2, 3)] and capsys.readouterr().out == "tracing f\n"
+    g(X[:1])  # a new shape traces again
+    assert log == [(2, 3), (1, 3)]
+
+
+def test_exclude_from_trace_block_runs_at_every_call(opt_level):
+    seen = []
+
+    def f(x):
+        y = x * 2
+        with halojit.exclude_from_trace():
+            seen.append(float(np.asarray(y).sum()))  # real values, every call
+        return y + 1
+
+    g = jit(f, opt_level)
+    for k in range(3):
+        np.testing.assert_array_equal(g(X + k), (X + k) * 2 + 1)
+    assert seen == [float(((X + k) * 2).sum()) for k in range(3)]
+
+
+def test_exclude_from_trace_values_feed_later_traced_code(opt_level):
+    def f(x):
+        y = x + 1
+        with halojit.exclude_from_trace():
+            s = np.sort(np.asarray(y), axis=1)  # unsupported in a trace, fine here
+            k = int(np.asarray(y).argmax())
+        return y * s + k
+
+    g = jit(f, opt_level)
+    for x in (X, X[:, ::-1].copy(), -X):
+        y = x + 1
+        np.testing.assert_array_equal(g(x), y * np.sort(y, axis=1) + int(y.argmax()))
+
+
+# -- outputs -------------------------------------------------------------------------------------
+def test_outputs_may_be_any_nesting_of_tuple_list_dict(opt_level):
+    def f(x, y):
+        return {"sum": x + y, "parts": [x, (y, x * y)], "n": 3, "none": None}, x.max()
+
+    g = jit(f, opt_level)
+    y = np.ones(3, np.float32)
+    for _ in range(2):  # miss, then hit
+        out, m = g(X, y)
+        assert list(out) == ["sum", "parts", "n", "none"]
+        assert out["n"] == 3 and out["none"] is None  # non-array leaves come back as is
+        assert isinstance(out["parts"], list) and isinstance(out["parts"][1], tuple)
+        np.testing.assert_array_equal(out["parts"][1][1], X * y)
+        assert_same(m, X.max())
+        assert isinstance(m, np.float32)  # a 0-d result is a numpy scalar, as in numpy
+
+
+def test_outputs_that_are_inputs_or_constants_are_fresh_arrays(opt_level):
+    const = np.arange(3.0)
+
+    def f(x):
+        return x, const, x.reshape(3, 2), x.T, np.asarray(7.0) * 1
+
+    g = jit(f, opt_level, capture_as_const=True)
+    x = X.copy()
+    for _ in range(2):
+        a, c, r, t, s = g(x)
+        assert not np.shares_memory(a, x) and not np.shares_memory(r, x)
+        assert not np.shares_memory(t, x) and not np.shares_memory(c, const)
+        a[:] = -1
+        c[:] = -1  # the caller may modify them...
+        r[:] = -1
+        t[:] = -1
+        assert a.flags.writeable and c.flags.writeable
+    np.testing.assert_array_equal(x, X)  # ...without touching the input
+    np.testing.assert_array_equal(g(x)[1], np.arange(3.0))  # ...or later calls
+
+
+def test_the_same_output_twice_gives_two_arrays(opt_level):
+    g = jit(lambda x: (x + 1, x + 1), opt_level)
+    a, b = g(X)
+    a[:] = 0
+    np.testing.assert_array_equal(b, X + 1)
+
+
+def test_input_arrays_are_never_written(opt_level):
+    def f(x, y):
+        z = x * 1
+        z += y
+        z[...] if False else None
+        return z, x, np.clip(x, 0, 1, out=None)
+
+    x, y = X.copy(), np.ones(3, np.float32)
+    before = (x.copy(), y.copy())
+    g = jit(f, opt_level)
+    for _ in range(2):
+        out = g(x, y, out=None)
+        for o in out:
+            o[...] = 99
+    np.testing.assert_array_equal(x, before[0])
+    np.testing.assert_array_equal(y, before[1])
+
+
+# -- in-place updates -----------------------------------------------------------------------------
+def test_in_place_update_of_a_temporary_rebinds_the_name(opt_level):
+    def f(x):
+        y = x * 1
+        alias = y
+        y += 1
+        return y, alias
+
+    a, b = jit(f, opt_level)(X)
+    np.testing.assert_array_equal(a, X + 1)
+    np.testing.assert_array_equal(b, X + 1)  # the same Python object: sees the update
+
+
+def test_in_place_update_does_not_reach_views_taken_before_it(opt_level):
+    """numpy updates every view of ``y``; the tracer only rebinds ``y``: a view
+    taken before ``y += 1`` keeps the old values. Take views after updates."""
+    def f(x):
+        y = x * 1
+        first_row = y[0]
+        y += 1
+        return first_row
+
+    np.testing.assert_array_equal(jit(f, opt_level)(X), X[0])  # numpy would give X[0] + 1
+
+
+def test_traced_arrays_must_not_escape(opt_level):
+    leaked = []
+
+    def leak(x):
+        leaked.append(x * 2)
+        return x
+
+    jit(leak, opt_level)(X)
+    g = jit(lambda x: x + leaked[0], opt_level)
+    with pytest.raises(TraceError, match=r"a traced array from another trace was used here"):
+        g(X)
+
+
+def test_method_of_a_class_traces_with_self_as_an_input():
+    """Every positional argument is a graph input, ``self`` included: trace a
+    function of arrays and call it from the method instead."""
+    class Scaler:
+        @halojit.trace(opt_level=1)
+        def apply(self, x):
+            return x * 2
+
+    with pytest.raises(halojit.DTypeError, match=r"argument 0 \(self\)"):
+        Scaler().apply(X)  # self is a positional argument: it must be an array
+
+
+def test_operators_on_python_scalar_inputs_follow_numpy_not_python(opt_level):
+    """Positional Python scalars are traced as weak 0-d arrays: operators
+    between two of them compute as numpy would (True + True is True), not as
+    Python (2). numpy functions on them give strong numpy scalars, as numpy."""
+    g = jit(lambda a, b: a + b, opt_level)
+    assert g(True, True) == np.True_  # Python: 2
+    h = jit(lambda x, s: x + np.negative(s), opt_level)
+    assert h(np.ones(2, np.int8), 2).dtype == np.int64  # np.negative(2) is np.int64: strong
+    k = jit(lambda x, s: x + -s, opt_level)
+    assert k(np.ones(2, np.int8), 2).dtype == np.int8  # -s stays a weak Python int

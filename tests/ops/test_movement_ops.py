@@ -1,0 +1,249 @@
+"""Table-driven tests of the movement ops (reshape transpose .T expand_dims
+squeeze broadcast_to, basic indexing, concatenate stack pad) and linear
+algebra (matmul dot einsum outer) x dtypes, against numpy eager.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from helpers import (DTYPES, assert_matches_numpy, jit, level_params, random_array)
+
+
+@dataclass
+class Case:
+    id: str
+    fn: object
+    args: tuple
+    expect_error: bool = False
+
+
+# name -> function of one (3, 4, 5) array
+MOVEMENT_3D = {
+    "reshape": lambda x: x.reshape(12, 5),
+    "reshape-minus1": lambda x: np.reshape(x, (-1, 10)),
+    "reshape-tuple-method": lambda x: x.reshape((5, -1)),
+    "reshape-flat": lambda x: x.reshape(-1),
+    "ravel": lambda x: np.ravel(x),
+    "flatten": lambda x: x.flatten(),
+    "transpose": lambda x: np.transpose(x),
+    "transpose-axes": lambda x: np.transpose(x, (1, 0, 2)),
+    "transpose-neg-axes": lambda x: x.transpose(-1, 0, 1),
+    "T": lambda x: x.T,
+    "swapaxes": lambda x: np.swapaxes(x, 0, 2),
+    "moveaxis": lambda x: np.moveaxis(x, 0, -1),
+    "expand_dims-0": lambda x: np.expand_dims(x, 0),
+    "expand_dims-neg": lambda x: np.expand_dims(x, -1),
+    "expand_dims-tuple": lambda x: np.expand_dims(x, (0, 3)),
+    "squeeze-none": lambda x: np.squeeze(x[:, :1, :1]),
+    "squeeze-axis": lambda x: x[:1].squeeze(axis=0),
+    "squeeze-neg": lambda x: np.squeeze(x[:, :, :1], axis=-1),
+    "broadcast_to": lambda x: np.broadcast_to(x[:, :1, :], (2, 3, 4, 5)),
+    "broadcast_to-int": lambda x: np.broadcast_to(x[0, 0, 0], 6),
+    "broadcast_arrays": lambda x: np.broadcast_arrays(x, x[0]),
+    "flip": lambda x: np.flip(x, 1),
+    "flip-all": lambda x: np.flip(x),
+    "copy": lambda x: np.copy(x) + x.copy(),
+    # basic indexing
+    "index-int": lambda x: x[1],
+    "index-neg": lambda x: x[-1, -2],
+    "index-scalar": lambda x: x[0, 1, 2],
+    "index-neg-scalar": lambda x: x[-3, -4, -5],
+    "slice": lambda x: x[1:3],
+    "slice-step": lambda x: x[::2, 1::2],
+    "slice-neg-step": lambda x: x[::-1],
+    "slice-neg-step2": lambda x: x[2:0:-1, ::-2, -1:-4:-2],
+    "slice-neg-bounds": lambda x: x[-2:, :-1],
+    "slice-out-of-range": lambda x: x[1:100, -100:2],
+    "slice-empty": lambda x: x[2:1],
+    "slice-empty-step": lambda x: x[:, 3:0:2],
+    "newaxis": lambda x: x[None],
+    "newaxis-mid": lambda x: x[:, None, 1:],
+    "newaxis-end": lambda x: x[..., None],
+    "ellipsis": lambda x: x[..., 1],
+    "ellipsis-mid": lambda x: x[0, ..., ::-1],
+    "ellipsis-only": lambda x: x[...],
+    "mixed": lambda x: x[1, None, ::-2, ..., None],
+    "chained": lambda x: x[1:][::-1][0],
+    # join and pad
+    "concatenate": lambda x: np.concatenate([x, x[:1]], axis=0),
+    "concatenate-neg-axis": lambda x: np.concatenate((x, x[..., :2], x), axis=-1),
+    "concatenate-none": lambda x: np.concatenate([x, x[0]], axis=None),
+    "concatenate-one": lambda x: np.concatenate([x], axis=1),
+    "stack": lambda x: np.stack([x, x]),
+    "stack-axis1": lambda x: np.stack([x[0], x[1], x[2]], axis=1),
+    "stack-neg": lambda x: np.stack((x, x), axis=-1),
+    "hstack": lambda x: np.hstack([x[0], x[1]]),
+    "vstack": lambda x: np.vstack([x[0, 0], x[1, 1]]),
+    "pad-constant": lambda x: np.pad(x, 1),
+    "pad-constant-value": lambda x: np.pad(x, ((0, 0), (1, 2), (2, 0)), constant_values=1),
+    "pad-edge": lambda x: np.pad(x, (1, 2), mode="edge"),
+    "pad-reflect": lambda x: np.pad(x, ((1, 2), (0, 3), (2, 2)), mode="reflect"),
+    "pad-symmetric": lambda x: np.pad(x, 2, mode="symmetric"),
+    "pad-wrap": lambda x: np.pad(x, ((1, 1), (0, 0), (3, 0)), mode="wrap"),
+    # *_like and helpers
+    "zeros_like": lambda x: np.zeros_like(x),
+    "ones_like": lambda x: np.ones_like(x, dtype=np.float32),
+    "full_like": lambda x: np.full_like(x, 1),
+    "shape-attrs": lambda x: x.reshape(x.shape[0] * x.shape[1], x.size // 12 * x.ndim // 3),
+}
+
+
+def movement_cases():
+    cases = []
+    for name, fn in MOVEMENT_3D.items():
+        for i, dtype in enumerate(DTYPES):
+            rng = np.random.default_rng([i, len(name)])
+            x = random_array(rng, (3, 4, 5), dtype, -100, 100)
+            cases.append(Case(f"{name}-{dtype}", fn, (x,)))
+        # non-contiguous and negative-stride inputs
+        base = random_array(np.random.default_rng(1), (6, 8, 5), "float32")
+        cases.append(Case(f"{name}-view", fn, (base[::2, 1::2],)))
+        cases.append(Case(f"{name}-negview", fn, (base[4::-2, ::-2, ::-1],)))
+    return cases
+
+
+MOVEMENT_CASES = movement_cases()
+
+
+@pytest.mark.parametrize("case,opt_level", level_params(MOVEMENT_CASES))
+def test_movement(case, opt_level):
+    assert_matches_numpy(case.fn, case.args, opt_level)
+
+
+def edge_cases():
+    rng = np.random.default_rng(5)
+    f = random_array(rng, (3, 4), "float32", specials=True)
+    i8 = random_array(rng, (3, 4), "int8")
+    u8 = random_array(rng, (3, 4), "uint8")
+    z = np.zeros((0, 4), np.float64)
+    s = np.float64(2.5)
+    return [
+        Case("0d-reshape", lambda x: x.reshape(1, 1), (np.asarray(s),)),
+        Case("0d-index", lambda x: x[()], (np.asarray(s),)),
+        Case("0d-newaxis", lambda x: x[None, ...], (np.asarray(s),)),
+        Case("0d-expand", lambda x: np.expand_dims(x, 0), (np.asarray(s),)),
+        Case("0d-broadcast", lambda x: np.broadcast_to(x, (2, 3)), (np.asarray(s),)),
+        Case("empty-reshape", lambda x: x.reshape(4, 0), (z,)),
+        Case("empty-transpose", lambda x: x.T, (z,)),
+        Case("empty-concat", lambda x, y: np.concatenate([x, y]), (z, np.ones((2, 4)))),
+        Case("empty-pad", lambda x: np.pad(x, 1), (z,)),
+        Case("empty-slice", lambda x: x[::-1, 1:], (z,)),
+        Case("concat-promote", lambda x, y: np.concatenate([x, y]), (i8, u8)),
+        Case("concat-promote-float", lambda x, y: np.concatenate([x, y], axis=1), (i8, f)),
+        Case("concat-dtype", lambda x, y: np.concatenate([x, y], dtype=np.float64), (i8, u8)),
+        Case("stack-promote", lambda x, y: np.stack([x, y], axis=2), (u8, f)),
+        Case("pad-nan", lambda x: np.pad(x, 2, mode="reflect"), (f,)),
+        Case("pad-float-value-int", lambda x: np.pad(x, 1, constant_values=3.7), (i8,)),
+        Case("pad-edge-1d", lambda x: np.pad(x[0], (3, 1), mode="edge"), (f,)),
+        Case("index-then-ufunc", lambda x: x[:, ::-1] * x[::-1, :], (f,)),
+        Case("bad-reshape", lambda x: x.reshape(5, -1), (f,), True),
+        Case("bad-broadcast", lambda x: np.broadcast_to(x, (3, 5)), (f,), True),
+        Case("bad-concat", lambda x: np.concatenate([x, x.T]), (f,), True),
+        Case("bad-stack", lambda x: np.stack([x, x[:1]]), (f,), True),
+        Case("bad-squeeze", lambda x: np.squeeze(x, 0), (f,), True),
+        Case("bad-transpose", lambda x: np.transpose(x, (0, 0)), (f,), True),
+        Case("bad-expand", lambda x: np.expand_dims(x, 3), (f,), True),
+        Case("bad-reflect-empty", lambda x: np.pad(x, 1, mode="reflect"), (z,), True),
+    ]
+
+
+EDGE_CASES = edge_cases()
+
+
+@pytest.mark.parametrize("case,opt_level", level_params(EDGE_CASES))
+def test_movement_edges(case, opt_level):
+    assert_matches_numpy(case.fn, case.args, opt_level, expect_error=case.expect_error)
+
+
+# -- linear algebra ----------------------------------------------------------------------------
+LINALG_DTYPES = ("float32", "float64", "float16", "int32", "int64", "int8", "uint8", "bool")
+
+LINALG = {
+    "matmul-2d": (lambda a, b: a @ b, (3, 4), (4, 5)),
+    "matmul-np": (lambda a, b: np.matmul(a, b), (3, 4), (4, 2)),
+    "matmul-1d-2d": (lambda a, b: a @ b, (4,), (4, 5)),
+    "matmul-2d-1d": (lambda a, b: a @ b, (3, 4), (4,)),
+    "matmul-1d-1d": (lambda a, b: a @ b, (4,), (4,)),
+    "matmul-batched": (lambda a, b: a @ b, (2, 3, 4), (4, 5)),
+    "matmul-batched-both": (lambda a, b: a @ b, (2, 3, 4), (2, 4, 5)),
+    "matmul-bcast-batch": (lambda a, b: np.matmul(a, b), (2, 1, 3, 4), (3, 4, 2)),
+    "matmul-batched-1d": (lambda a, b: a @ b, (2, 3, 4), (4,)),
+    "matmul-1d-batched": (lambda a, b: a @ b, (4,), (2, 4, 3)),
+    "matmul-transposed": (lambda a, b: a.T @ b.T, (4, 3), (5, 4)),
+    "matmul-empty-k": (lambda a, b: a @ b, (3, 0), (0, 2)),
+    "matmul-empty-m": (lambda a, b: a @ b, (0, 4), (4, 2)),
+    "rmatmul-const": (lambda a, b: np.ones((2, 3), a.dtype) @ a, (3, 4), (1,)),
+    "dot-2d": (lambda a, b: np.dot(a, b), (3, 4), (4, 5)),
+    "dot-1d": (lambda a, b: np.dot(a, b), (4,), (4,)),
+    "dot-2d-1d": (lambda a, b: a.dot(b), (3, 4), (4,)),
+    "dot-scalar": (lambda a, b: np.dot(a, b[0]), (3, 4), (4,)),
+    "inner-1d": (lambda a, b: np.inner(a, b), (4,), (4,)),
+    "outer": (lambda a, b: np.outer(a, b), (3,), (4,)),
+    "outer-2d": (lambda a, b: np.outer(a, b), (2, 2), (3,)),
+    "einsum-ij,jk": (lambda a, b: np.einsum("ij,jk->ik", a, b), (3, 4), (4, 5)),
+    "einsum-implicit": (lambda a, b: np.einsum("ij,jk", a, b), (3, 4), (4, 5)),
+    "einsum-transpose": (lambda a, b: np.einsum("ij->ji", a), (3, 4), (1,)),
+    "einsum-sum": (lambda a, b: np.einsum("ij->", a), (3, 4), (1,)),
+    "einsum-rowsum": (lambda a, b: np.einsum("ij->i", a), (3, 4), (1,)),
+    "einsum-dot": (lambda a, b: np.einsum("i,i->", a, b), (4,), (4,)),
+    "einsum-outer": (lambda a, b: np.einsum("i,j->ij", a, b), (3,), (4,)),
+    "einsum-bmm": (lambda a, b: np.einsum("bij,bjk->bik", a, b), (2, 3, 4), (2, 4, 5)),
+    "einsum-hadamard": (lambda a, b: np.einsum("ij,ij->ij", a, b), (3, 4), (3, 4)),
+    "einsum-mv": (lambda a, b: np.einsum("ij,j->i", a, b), (3, 4), (4,)),
+    "einsum-permute3": (lambda a, b: np.einsum("ijk->kji", a), (2, 3, 4), (1,)),
+    "einsum-contract-out-t": (lambda a, b: np.einsum("ij,jk->ki", a, b), (3, 4), (4, 5)),
+    "einsum-bilinear": (lambda a, b: np.einsum("ij,kj->ik", a, b), (3, 4), (5, 4)),
+}
+
+
+def linalg_cases():
+    cases = []
+    for name, (fn, sa, sb) in LINALG.items():
+        for i, dtype in enumerate(LINALG_DTYPES):
+            rng = np.random.default_rng([i, len(name), 11])
+            a = random_array(rng, sa, dtype, -3, 3)
+            b = random_array(rng, sb, dtype, -3, 3)
+            cases.append(Case(f"{name}-{dtype}", fn, (a, b)))
+    rng = np.random.default_rng(2)
+    a32 = random_array(rng, (3, 4), "float32")
+    b64 = random_array(rng, (4, 2), "float64")
+    i8 = random_array(rng, (4, 2), "int8", -3, 3)
+    cases += [
+        Case("matmul-f32-f64", lambda a, b: a @ b, (a32, b64)),
+        Case("matmul-f32-int8", lambda a, b: a @ b, (a32, i8)),
+        Case("matmul-nan", lambda a, b: a @ b,
+             (random_array(rng, (3, 4), "float64", specials=True), b64)),
+        Case("matmul-views", lambda a, b: a @ b,
+             (random_array(rng, (6, 8), "float32")[::2, ::-2], b64[::-1])),
+        Case("matmul-scalar-raises", lambda a, b: a @ b[0, 0], (a32, b64), True),
+        Case("matmul-misaligned-raises", lambda a, b: a @ b, (a32, a32), True),
+        Case("einsum-mismatch-raises", lambda a, b: np.einsum("ij,jk->ik", a, b), (a32, a32),
+             True),
+    ]
+    return cases
+
+
+LINALG_CASES = linalg_cases()
+
+
+@pytest.mark.parametrize("case,opt_level", level_params(LINALG_CASES))
+def test_linalg(case, opt_level):
+    assert_matches_numpy(case.fn, case.args, opt_level, expect_error=case.expect_error)
+
+
+@pytest.mark.parametrize("index,message", [
+    ((3,), "index 3 is out of bounds for axis 0 with size 3"),
+    ((slice(None), -5), "index -5 is out of bounds for axis 1 with size 4"),
+    ((0, 0, 0), "too many indices: array is 2-dimensional, but 3 were indexed"),
+])
+def test_bad_index_is_a_shape_error(index, message, opt_level):
+    """numpy raises IndexError here; halojit raises its ShapeError (a
+    ValueError) with numpy's wording and the user's line."""
+    from halojit import ShapeError
+    f = jit(lambda x: x[index], opt_level)
+    with pytest.raises(ShapeError, match=message + r".*test_movement_ops\.py:\d+"):
+        f(np.ones((3, 4), np.float32))

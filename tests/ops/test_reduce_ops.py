@@ -1,0 +1,172 @@
+"""Table-driven tests of the reductions (sum mean max min prod var std argmax
+argmin any all; functions and methods) x axis/keepdims x dtypes x shapes,
+against numpy eager at each opt level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from helpers import (DTYPES, FLOAT_DTYPES, assert_matches_numpy, level_params, numpy_eager,
+                     random_array)
+
+REDUCTIONS = ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "any",
+              "all")
+ARG = ("argmax", "argmin")
+# axis, keepdims on a (2, 3, 4) array; arg-reductions take one axis (or None).
+AXES = (None, 1, -1, (0, 2), (-1, 0), ())
+ARG_AXES = (None, 0, -1)
+
+
+@dataclass
+class Case:
+    id: str
+    fn: object
+    args: tuple
+    expect_error: bool = False
+
+
+def _fn(name, axis, keepdims, style):
+    if style == "method":
+        return lambda x: getattr(x, name)(axis=axis, keepdims=keepdims)
+    return lambda x: getattr(np, name)(x, axis=axis, keepdims=keepdims)
+
+
+def _data(name, dtype, shape, rng):
+    dt = np.dtype(dtype)
+    if name == "prod" and dt.kind in "iu":
+        return random_array(rng, shape, dt, 0 if dt.kind == "u" else -3, 3)
+    if dt.kind in "iu" and name in ("var", "std", "mean"):
+        return random_array(rng, shape, dt, -1000, 1000)
+    if dt.kind == "f":
+        return random_array(rng, shape, dt, -4.0, 4.0)
+    return random_array(rng, shape, dt)  # sums of full-range ints wrap as in numpy
+
+
+def reduction_cases():
+    cases = []
+    for name in REDUCTIONS:
+        for dtype in DTYPES:
+            rng = np.random.default_rng([REDUCTIONS.index(name), DTYPES.index(dtype)])
+            x = _data(name, dtype, (2, 3, 4), rng)
+            for axis in (ARG_AXES if name in ARG else AXES):
+                for keepdims in (False, True):
+                    style = "method" if keepdims else "function"
+                    cases.append(Case(f"{name}-{dtype}-axis{axis}-keep{int(keepdims)}",
+                                      _fn(name, axis, keepdims, style), (x,)))
+            # 0-d, a non-contiguous and negative-stride view, a 1-D vector
+            cases.append(Case(f"{name}-{dtype}-0d", _fn(name, None, False, "function"),
+                              (_data(name, dtype, (), rng),)))
+            cases.append(Case(f"{name}-{dtype}-view", _fn(name, 0, False, "method"),
+                              (_data(name, dtype, (4, 6), rng)[::-2, 1::2],)))
+            cases.append(Case(f"{name}-{dtype}-1d", _fn(name, None, False, "method"),
+                              (_data(name, dtype, (9,), rng),)))
+            # zero-size: identity reductions give the identity (mean/var NaN);
+            # max/min/argmax/argmin raise ValueError like numpy.
+            empty = _data(name, dtype, (0, 3), rng)
+            for axis in (0, 1):
+                fn = _fn(name, axis, False, "function")
+                bad = name in ("max", "min", "argmax", "argmin") and axis == 0
+                cases.append(Case(f"{name}-{dtype}-empty-axis{axis}", fn, (empty,), bad))
+    return cases
+
+
+REDUCTION_CASES = reduction_cases()
+
+
+@pytest.mark.parametrize("case,opt_level", level_params(REDUCTION_CASES))
+def test_reduction(case, opt_level):
+    assert_matches_numpy(case.fn, case.args, opt_level, expect_error=case.expect_error)
+
+
+def nan_cases():
+    """NaN propagates through max/min/sum; argmax/argmin point at the first NaN."""
+    cases = []
+    for dtype in FLOAT_DTYPES:
+        x = np.array([[1.0, np.nan, 3.0, -np.inf], [np.inf, 2.0, np.nan, 0.0],
+                      [-0.0, 0.0, 5.0, 5.0]], dtype)
+        for name in REDUCTIONS:
+            for axis in ((None, 0, 1) if name not in ARG else (None, 1)):
+                cases.append(Case(f"{name}-{dtype}-nan-axis{axis}",
+                                  _fn(name, axis, False, "function"), (x,)))
+    ties = np.array([[3, 1, 3, 1], [0, 0, 0, 0]], np.int32)  # first index wins
+    for name in ARG:
+        cases.append(Case(f"{name}-ties", _fn(name, 1, False, "function"), (ties,)))
+    return cases
+
+
+NAN_CASES = nan_cases()
+
+
+@pytest.mark.parametrize("case,opt_level", level_params(NAN_CASES))
+def test_reduction_nan_inf(case, opt_level):
+    assert_matches_numpy(case.fn, case.args, opt_level)
+
+
+def option_cases():
+    rng = np.random.default_rng(3)
+    f32 = random_array(rng, (5, 6), np.float32)
+    i8 = random_array(rng, (5, 6), np.int8)
+    u16 = random_array(rng, (5, 6), np.uint16)
+    b = random_array(rng, (5, 6), np.bool_)
+    f16 = random_array(rng, (64,), np.float16, 0.0, 10.0)
+    cases = [
+        Case("var-ddof1", lambda x: np.var(x, ddof=1), (f32,)),
+        Case("std-ddof1-axis0", lambda x: x.std(axis=0, ddof=1), (f32,)),
+        Case("var-ddof-int", lambda x: np.var(x, axis=1, ddof=2), (i8,)),
+        Case("sum-dtype-f64", lambda x: np.sum(x, dtype=np.float64), (f32,)),
+        Case("sum-dtype-i8", lambda x: x.sum(axis=0, dtype=np.int8), (i8,)),
+        Case("sum-dtype-f32-int", lambda x: np.sum(x, axis=1, dtype=np.float32), (u16,)),
+        Case("mean-dtype-f64", lambda x: np.mean(x, axis=0, dtype=np.float64), (f32,)),
+        Case("prod-dtype-f32", lambda x: np.prod(x, axis=1, dtype=np.float32), (i8,)),
+        Case("mean-f16", lambda x: np.mean(x), (f16,)),
+        Case("sum-f16", lambda x: np.sum(x), (f16,)),
+        Case("var-f16", lambda x: np.var(x), (f16,)),
+        Case("sum-bool", lambda x: x.sum(axis=1), (b,)),
+        Case("mean-bool", lambda x: x.mean(), (b,)),
+        Case("amax", lambda x: np.amax(x, axis=1), (f32,)),
+        Case("amin", lambda x: np.amin(x, axis=(0, 1), keepdims=True), (u16,)),
+        Case("argmax-keepdims", lambda x: np.argmax(x, axis=1, keepdims=True), (f32,)),
+        Case("argmin-none-keepdims", lambda x: np.argmin(x, keepdims=True), (i8,)),
+        Case("add-reduce", lambda x: np.add.reduce(x, axis=1), (i8,)),
+        Case("maximum-reduce", lambda x: np.maximum.reduce(x), (f32,)),
+        Case("logical_or-reduce", lambda x: np.logical_or.reduce(x, axis=0), (b,)),
+        Case("any-of-floats", lambda x: np.any(x > 1, axis=0), (f32,)),
+        Case("all-of-ints", lambda x: x.all(axis=1), (i8,)),
+        Case("chained", lambda x: (x - x.mean(axis=1, keepdims=True)).max(), (f32,)),
+        Case("mean-large-f32", lambda x: x.mean(), (np.full(10000, 0.1, np.float32),)),
+        Case("sum-large-f32", lambda x: x.sum(), (np.full(10000, 0.1, np.float32),)),
+    ]
+    return cases
+
+
+OPTION_CASES = option_cases()
+
+
+@pytest.mark.parametrize("case,opt_level", level_params(OPTION_CASES))
+def test_reduction_options(case, opt_level):
+    assert_matches_numpy(case.fn, case.args, opt_level)
+
+
+@pytest.mark.parametrize("name", ["sum", "max", "any", "argmax", "mean", "var"])
+@pytest.mark.parametrize("axis", [0, -1, 1, (0,)])
+def test_0d_reduction_axis_like_numpy(name, axis, opt_level):
+    """numpy's ufunc reductions (not mean/var) accept axis 0 or -1 on a 0-d array."""
+    x = np.array(5, np.int8)
+    fn = (lambda x: getattr(np, name)(x, axis=axis, keepdims=True))
+    try:
+        numpy_eager(fn, x)
+        bad = False
+    except (TypeError, ValueError):
+        bad = True
+    assert_matches_numpy(fn, (x,), opt_level, expect_error=bad)
+
+
+@pytest.mark.parametrize("axis", [3, -4, (0, 0), (1, -2)])
+def test_bad_reduction_axis_raises_like_numpy(axis, opt_level):
+    """numpy raises AxisError (a ValueError) or ValueError for repeated axes."""
+    x = np.ones((2, 3, 4), np.float32)
+    assert_matches_numpy(lambda x: x.sum(axis=axis), (x,), opt_level, expect_error=True)
