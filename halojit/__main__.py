@@ -78,7 +78,8 @@ def cmd_info(args) -> int:
     from halojit.schedules import SCHEDULERS, default_parallelism
     cfg = halojit.config()
     print(f"halojit      {halojit.__version__}")
-    print(f"halide       {getattr(hl, '__version__', '21')}")
+    from importlib.metadata import version
+    print(f"halide       {version('halide')}")
     print(f"numpy        {np.__version__}")
     print(f"python       {sys.version.split()[0]}")
     print(f"host target  {hl.get_host_target()}")
