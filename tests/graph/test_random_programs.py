@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import given, strategies as st  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
 
 from helpers import DTYPES, assert_same, jit, random_array  # noqa: E402
 
@@ -252,3 +252,16 @@ def test_run_replays_a_fixed_program():
     np.testing.assert_allclose(out[0], np.exp(x).sum(axis=0) + x)
     for level in (0, 1):
         _check(program, [x], level)
+
+
+@pytest.mark.level3
+@settings(max_examples=25, deadline=None)
+@given(case=programs())
+def test_random_program_compiled_matches_numpy(case):
+    """The same random programs through fusion and Halide kernels (opt_level 3);
+    fewer examples, as every one compiles kernels."""
+    program, inputs = case
+    copies = [np.copy(x) for x in inputs]
+    _check(program, inputs, 3)
+    for x, c in zip(inputs, copies):
+        np.testing.assert_array_equal(x, c, strict=True)
