@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .config import BACKENDS, _parse_backend, get_config
+from .config import BACKENDS, get_config
 from .errors import DTypeError, HalojitError, ShapeError, TraceError, UnsupportedError
 from .graph import tracer as _tracer
 from .graph.interpret import interpret, last_uses
@@ -57,6 +57,17 @@ def convert_arg(i: int, name: str, a) -> tuple[np.ndarray, AbstractArray]:
             f"argument {i} ({name}): dtype {dt} is not supported; expected bool, int8..int64, "
             "uint8..uint64, float16, float32 or float64.")
     return arr, AbstractArray(arr.shape, dt)
+
+
+def _check_target(target) -> None:
+    """Refuse an unknown target at trace() time, whatever the opt_level."""
+    if not isinstance(target, str) or not target.strip():
+        raise ValueError(f"trace: target must be a string such as 'host', got {target!r}.")
+    import halide as hl
+    if not hl.Target.validate_target_string(target.strip()):
+        raise ValueError(
+            f"trace: target {target!r} is not a Halide target; expected 'host', 'host-cuda' or "
+            "a Halide target string such as 'x86-64-linux-avx2' (arch-bits-os-features).")
 
 
 def _arg_names(fn, n):
@@ -132,10 +143,14 @@ class TracedFunction:
         cfg = get_config()
         if backend is None:
             backend = cfg.backend if opt_level >= 3 else "numpy"
+        elif not isinstance(backend, str):
+            raise ValueError(f"trace: backend must be one of {BACKENDS}, got {backend!r}.")
+        elif backend.strip().lower() not in BACKENDS:
+            raise HalojitError(f"trace: backend={backend!r} is not a backend; expected one of "
+                               f"{', '.join(b.upper() for b in BACKENDS)} (case-insensitive).")
         else:
-            backend = _parse_backend(str(backend)) if isinstance(backend, str) else None
-            if backend is None:
-                raise ValueError(f"trace: backend must be one of {BACKENDS}.")
+            backend = backend.strip().lower()
+        _check_target(target or cfg.target)
         self.fn = fn
         self.opt_level = opt_level
         self.backend = backend

@@ -174,25 +174,12 @@ def _copysign(a, b):
     return hl.select(_signbit(a) != _signbit(b), -a, a)
 
 
-def _int_power(a, b):
-    # Square-and-multiply over every bit of the exponent, wrapping.
-    t = a.type()
-    bits = t.bits()
-    result = _one(a)
-    base = a
-    for k in range(bits - (1 if t.is_int() else 0)):
-        bit = ((b >> hl.cast(b.type(), k)) & _one(b)) != _zero(b)
-        result = hl.select(bit, _wmul(result, base), result)
-        base = _wmul(base, base)
-    return hl.select(b < _zero(b), _zero(a), result) if t.is_int() else result
-
-
 def _power(a, b):
     t = a.type()
     if t.is_bool():
         return a | ~b
     if not t.is_float():
-        return _int_power(a, b)
+        raise AssertionError("integer power is lowered as a loop (lowering.lower_int_power)")
     if t.bits() < 64:  # Halide's float32 pow is off by tens of ulp: go through float64
         return hl.cast(t, hl.pow(hl.cast(hl.Float(64), a), hl.cast(hl.Float(64), b)))
     return hl.pow(a, b)
@@ -359,6 +346,13 @@ def _compare(op, nan_result):
     return fn
 
 
+def _hypot(a, b):
+    # IEEE: hypot(inf, nan) is inf; Halide's gives nan.
+    r = hl.cast(a.type(), hl.hypot(hl.cast(hl.Float(64), a), hl.cast(hl.Float(64), b)))
+    inf = hl.cast(a.type(), float("inf"))
+    return hl.select(hl.is_inf(a) | hl.is_inf(b), inf, r)
+
+
 def _bool_or_int(bool_op, int_op):
     return lambda a, b: bool_op(a, b) if a.type().is_bool() else int_op(a, b)
 
@@ -440,7 +434,6 @@ BINARY = {
     "left_shift": _shift(True),
     "right_shift": _shift(False),
     "arctan2": hl.atan2,
-    "hypot": lambda a, b: hl.cast(a.type(), hl.hypot(hl.cast(hl.Float(64), a),
-                                                     hl.cast(hl.Float(64), b))),
+    "hypot": _hypot,
     "copysign": _copysign,
 }

@@ -133,6 +133,8 @@ class Lowerer:
     def _lower_node(self, node: Node) -> Lazy:
         opdef = REGISTRY[node.op]
         operands = [self.env[i] for i in node.inputs]
+        if node.op == "power" and node.dtype.kind in "iu":
+            return lower_int_power(self, node, operands)
         if opdef.trait == ELEMENTWISE:
             return lower_elementwise(node, operands)
         fn = LOWER.get(node.op)
@@ -163,6 +165,32 @@ def lower_elementwise(node: Node, operands) -> Lazy:
             e = hl.cast(H.compute_type(out_dt), e)
         return H.round_f16(e) if round16 else e
     return Lazy(shape, out_dt, at)
+
+
+def lower_int_power(lw: Lowerer, node: Node, operands) -> Lazy:
+    """Integer power by square-and-multiply as a loop over the exponent's bits
+    (as one Expr, every step doubles the tree and compiles never finish).
+    A negative exponent gives 0 (numpy raises ValueError)."""
+    a, b = operands
+    t = H.compute_type(node.dtype)
+    vs = lw.vars(node.aval.ndim)
+    exp = b.at(bcast_index(vs, b.shape))
+    f = hl.Func(lw.fresh("ipow"))
+    _define(f, vs, (hl.cast(t, 1), a.at(bcast_index(vs, a.shape))))
+    cur = _ref(f, vs, tuple_valued=True)
+    res, sq = hl.Expr(cur[0]), hl.Expr(cur[1])
+    r = hl.RDom([hl.Range(0, t.bits())])
+    bit = ((exp >> hl.cast(t, r.x)) & hl.cast(t, 1)) != hl.cast(t, 0)
+    mul = H.BINARY["multiply"]
+    _define(f, vs, (hl.select(bit, mul(res, sq), res), mul(sq, sq)))
+    lw.stages.append(Stage("materialized", f, node.shape))
+
+    def at(idx):
+        v = _fcall(f, idx, 0)
+        if t.is_int():
+            v = hl.select(b.at(bcast_index(idx, b.shape)) < hl.cast(t, 0), hl.cast(t, 0), v)
+        return v
+    return Lazy(node.shape, node.dtype, at, f)
 
 
 # -- reductions ------------------------------------------------------------------------

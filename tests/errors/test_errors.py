@@ -454,3 +454,9 @@ def test_copies_of_inputs_are_writable(opt_level):
     np.testing.assert_array_equal(a, X + 1)
     np.testing.assert_array_equal(b, X * 2)
     np.testing.assert_array_equal(c, X.reshape(-1) - 1)
+
+
+def test_unknown_target_is_refused_at_trace_time_at_every_level():
+    for level in (0, 1, 3):
+        with pytest.raises(ValueError, match=r"'x86-nonsense' is not a Halide target; expected 'host'"):
+            halojit.trace(lambda x: x, opt_level=level, target="x86-nonsense")

@@ -358,6 +358,16 @@ def test_weak_scalar_examples_from_the_contract(opt_level):
     assert np.asarray(f(2, 3.5)).dtype == np.float64
 
 
+@pytest.mark.xfail(strict=True, reason="only weak *inputs* are range-checked at call time, not "
+                   "Python arithmetic on them (api._run's weak_checks hold input indices)")
+def test_weak_scalar_expression_is_range_checked_at_every_call(opt_level):
+    f = jit(lambda x, s: x + (s + 1), opt_level)
+    x = np.zeros(2, np.int8)
+    np.testing.assert_array_equal(f(x, 100), np.full(2, 101, np.int8))
+    with pytest.raises(OverflowError):  # numpy: x + 1000 raises
+        f(x, 999)
+
+
 # -- astype ----------------------------------------------------------------------------------
 def astype_data(src, dst, rng):
     """Values representable in both dtypes where float -> int casts are C UB."""
@@ -539,3 +549,11 @@ def test_integer_wraparound(opt_level):
     np.testing.assert_array_equal(c, np.array([127, -128, 100], np.int8), strict=True)
     np.testing.assert_array_equal(d, np.array([0, 1, 201], np.uint8), strict=True)
     np.testing.assert_array_equal(e, np.array([254, 0, 144], np.uint8), strict=True)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_hypot_of_inf_and_nan_is_inf(dtype, opt_level):
+    a = np.array([np.inf, np.nan, -np.inf, np.nan, 3.0], dtype)
+    b = np.array([np.nan, -np.inf, 1.0, 2.0, 4.0], dtype)
+    got = jit(lambda a, b: np.hypot(a, b), opt_level)(a, b)
+    assert_same(got, np.array([np.inf, np.inf, np.inf, np.nan, 5.0], dtype))
