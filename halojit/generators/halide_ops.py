@@ -142,6 +142,7 @@ def _float_fmod(a, b):
     a64, b64 = hl.cast(hl.Float(64), a), hl.cast(hl.Float(64), b)
     m = a64 - b64 * hl.trunc(a64 / b64)
     m = hl.select(hl.is_inf(b64) & hl.is_finite(a64), a64, m)
+    m = hl.select(m == hl.f64(0), _copysign(m, a64), m)  # fmod keeps the sign of a
     return hl.cast(t, m)
 
 
@@ -171,7 +172,13 @@ def _signbit(a):
 
 
 def _copysign(a, b):
-    return hl.select(_signbit(a) != _signbit(b), -a, a)
+    """|a| with b's sign bit, by bit operations: Halide folds the constant
+    -0.0 to 0.0, so select(..., -a, a) loses signed zeros."""
+    t = a.type()
+    u = hl.UInt(t.bits())
+    sign = hl.cast(u, 1) << hl.cast(u, t.bits() - 1)
+    bits = (hl.reinterpret(u, a) & ~sign) | (hl.reinterpret(u, b) & sign)
+    return hl.reinterpret(t, bits)
 
 
 def _power(a, b):
