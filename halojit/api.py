@@ -86,7 +86,7 @@ class Specialization:
     treedef: TreeDef
     bindings: list
     binding_avals: list
-    weak_checks: list
+    weak_checks: tuple | None  # (graph of weak Python-int values, dtypes each must fit)
     executor: Any
     build_seconds: float = 0.0
     info: dict = field(default_factory=dict)
@@ -263,9 +263,11 @@ class TracedFunction:
         return spec
 
     def _run(self, spec: Specialization, values, out):
-        for idx, dt in spec.weak_checks:
-            np.asarray(values[idx].item(), dtype=dt)  # numpy's OverflowError for f(x_int8, 1000)
         inputs = values + [b.read() for b in spec.bindings]
+        if spec.weak_checks is not None:  # numpy's OverflowError for f(x_int8, 1000)
+            graph, dtypes = spec.weak_checks
+            for v, dt in zip(interpret(graph, inputs), dtypes):
+                np.asarray(v.item(), dtype=dt)
         if out is not None:  # checked before any kernel runs; kernels write into it
             outs = _check_out(out, spec.graph.outputs, self.__name__)
             results = spec.executor(inputs, outs)
@@ -314,7 +316,9 @@ class TracedFunction:
         spec = Specialization(
             key=key, graph=graph, treedef=treedef, bindings=list(ctx.bindings),
             binding_avals=[n.aval for n in ctx.inputs[len(values):]],
-            weak_checks=list(ctx.weak_checks), executor=executor,
+            weak_checks=(make_graph(ctx.inputs, [n for n, _ in ctx.weak_checks]),
+                         [dt for _, dt in ctx.weak_checks]) if ctx.weak_checks else None,
+            executor=executor,
             build_seconds=time.perf_counter() - t0)
         self._stats["compiles"] += getattr(executor, "kernel_count", 0)
         _log(f"{self.__name__}: built {self.backend} specialization for "

@@ -78,7 +78,7 @@ class TraceContext:
         self.input_values: list[np.ndarray] = []  # concrete, when eager
         self.bindings: list[Binding] = []
         self.bound_ids: dict[int, Node] = {}
-        self.weak_checks: list[tuple[int, np.dtype]] = []
+        self.weak_checks: list[tuple[Node, np.dtype]] = []
         self.values: dict[Node, np.ndarray] = {}
         self.value_branches = 0
         self.uses_exclude = False
@@ -189,8 +189,8 @@ class TraceContext:
             if node.op == "constant":
                 value = node.params["value"].value
                 np.asarray(int(value), dtype=dtype)  # OverflowError, exactly as numpy
-            elif node.op == "input":
-                self.weak_checks.append((node.params["index"], dtype))
+            else:  # a weak input, or Python arithmetic on weak inputs: checked per call
+                self.weak_checks.append((node, dtype))
         if node.dtype == dtype and node.op == "constant":
             return self.constant(node.params["value"].value)
         return self.emit("astype", [node], {"dtype": dtype}, loc)._node

@@ -358,8 +358,6 @@ def test_weak_scalar_examples_from_the_contract(opt_level):
     assert np.asarray(f(2, 3.5)).dtype == np.float64
 
 
-@pytest.mark.xfail(strict=True, reason="only weak *inputs* are range-checked at call time, not "
-                   "Python arithmetic on them (api._run's weak_checks hold input indices)")
 def test_weak_scalar_expression_is_range_checked_at_every_call(opt_level):
     f = jit(lambda x, s: x + (s + 1), opt_level)
     x = np.zeros(2, np.int8)
