@@ -93,3 +93,20 @@ def test_cache_clear_cli(tmp_path):
     assert r.returncode == 0, r.stderr
     assert not (tmp_path / "kernels").exists()
     assert (tmp_path / "tuning.db").exists()
+
+
+def test_two_processes_compiling_the_same_kernel_at_once(tmp_path):
+    env = dict(os.environ, HALOJIT_CACHE_DIR=str(tmp_path))
+    root = Path(halojit.__file__).resolve().parent.parent
+    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
+    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, cwd=root,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err  # each checked its result against numpy
+    (so,) = tmp_path.glob("kernels/*/hj_*.so")
+    from halojit.runtime.cache import is_valid_so
+    assert is_valid_so(so, remove=False)
+    assert not [p for p in so.parent.iterdir() if p.name.startswith(".")]  # no temp leftovers
+    assert _run_script(tmp_path) == 0
