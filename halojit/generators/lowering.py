@@ -256,6 +256,7 @@ def _reducer(op, dt):
 # strict_float floats and NaN-aware max cannot use), then combines them.
 LANES = 16
 SPLIT_MIN = 4 * LANES
+CHUNKS = 64
 
 
 def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
@@ -285,18 +286,42 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
                 j += 1
         return idx
 
-    if axes == (last,) and n >= SPLIT_MIN:
-        lane = hl.Var("lane")
+    if last in axes and n >= SPLIT_MIN:
+        # lanes over the last axis; with more reduced axes, also CHUNKS pure
+        # chunks of the outermost one, so that a full sum runs in parallel
+        outer = [a for a in axes if a != last]
+        lane, chunk = hl.Var("lane"), hl.Var("chunk")
         part = hl.Func(lw.fresh(op + "_part"))
-        _define(part, out_vars + [lane], init)  # lane is Halide's innermost dim
-        rk = hl.RDom([hl.Range(0, n // LANES)])
-        _define(part, out_vars + [lane], combine(
-            _ref(part, out_vars + [lane]), value(src_index({last: rk.x * LANES + lane}))))
-        rl = hl.RDom([hl.Range(0, LANES)])
-        _define(f, out_vars, combine(_ref(f, out_vars), _ref(part, out_vars + [rl.x])))
+        if outer:
+            o, mid = outer[0], outer[1:]
+            extent = x.shape[o]
+            chunks = min(extent, CHUNKS)
+            size = -(-extent // chunks)
+            pvars = out_vars + [chunk, lane]
+            rk = hl.RDom([hl.Range(0, n // LANES)] + [hl.Range(0, x.shape[a]) for a in reversed(mid)]
+                         + [hl.Range(0, size)])
+            # the min is a no-op under the where() below; it tells bounds
+            # inference that the last chunk stops at the array's end
+            rvars = {last: rk[0] * LANES + lane,
+                     o: hl.min(chunk * size + rk[len(mid) + 1], extent - 1)}
+            rvars.update({a: rk[1 + k] for k, a in enumerate(reversed(mid))})
+            rk.where(chunk * size + rk[len(mid) + 1] < extent)
+        else:
+            chunks = 1
+            pvars = out_vars + [lane]
+            rk = hl.RDom([hl.Range(0, n // LANES)])
+            rvars = {last: rk.x * LANES + lane}
+        _define(part, pvars, init)
+        _define(part, pvars, combine(_ref(part, pvars), value(src_index(rvars))))
+        rl = hl.RDom([hl.Range(0, LANES)] + ([hl.Range(0, chunks)] if outer else []))
+        picked = out_vars + ([rl[1], rl[0]] if outer else [rl[0]])
+        _define(f, out_vars, combine(_ref(f, out_vars), _ref(part, picked)))
         if n % LANES:
-            rt = hl.RDom([hl.Range(n // LANES * LANES, n % LANES)])
-            _define(f, out_vars, combine(_ref(f, out_vars), value(src_index({last: rt.x}))))
+            rt = hl.RDom([hl.Range(n // LANES * LANES, n % LANES)] +
+                         [hl.Range(0, x.shape[a]) for a in reversed(outer)])
+            tail = {last: rt[0]}
+            tail.update({a: rt[1 + k] for k, a in enumerate(reversed(outer))})
+            _define(f, out_vars, combine(_ref(f, out_vars), value(src_index(tail))))
         lw.stages.append(Stage("partial", part, (LANES,) + tuple(node.shape), rk, x.shape))
         rdom = rl
     else:

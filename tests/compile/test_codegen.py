@@ -224,3 +224,21 @@ def test_out_may_be_a_strided_view():
     f(a, out=big[:, ::2])  # last axis not unit-stride: computed, then copied
     close(big[:, ::2], np.exp(a))
     assert not big[:, 1::2].any()
+
+
+@pytest.mark.parametrize("shape,axes", [((130, 67), None), ((5, 7, 100), (0, 2)),
+                                        ((200, 3, 65), (0, 2)), ((9, 64), (0, 1))])
+@pytest.mark.parametrize("dtype", ["float32", "int16"])
+def test_full_reductions_use_lanes_and_parallel_chunks(shape, axes, dtype):
+    """Reductions over the last axis and others split into lanes and chunks
+    of the outermost reduced axis (the last chunk is partial)."""
+    x = (np.random.default_rng(3).standard_normal(shape) * 40).astype(dtype)
+
+    def reds(a):
+        return a.sum(axis=axes), a.max(axis=axes), a.min(axis=axes), (a > 0).all(axis=axes)
+    got = halojit.trace(reds)(x)
+    close(got[1:], reds(x)[1:])
+    # float32 sums accumulate in float64: compare with the exact sum (numpy's
+    # own float32 sum is off by its pairwise rounding near cancellation)
+    exact = x.astype(np.float64).sum(axis=axes).astype(x.sum(axis=axes).dtype)
+    close(got[0], exact, rtol=1e-6, atol=1e-4)
