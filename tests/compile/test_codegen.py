@@ -184,7 +184,7 @@ def test_other_schedulers(sched):
 def test_long_row_reductions_use_lane_partials(n, dtype):
     """Rows of >= 64 elements reduce through per-lane partials (with a tail
     when n % 16): every reduction must still equal numpy's."""
-    x = rng.standard_normal((3, n)) * 50
+    x = np.random.default_rng(n).standard_normal((3, n)) * 50
     x = (x > 0) if dtype == "bool" else x.astype(dtype)
     if dtype.startswith("float"):
         x[1, 7] = np.nan
@@ -195,8 +195,8 @@ def test_long_row_reductions_use_lane_partials(n, dtype):
                a.sum(axis=-1, keepdims=True))
         return out + ((a.prod(axis=-1),) if dtype == "int8" else ())
     f = halojit.trace(reds)
-    with np.errstate(all="ignore"):
-        close(f(x), reds(x), rtol=1e-6)
+    with np.errstate(all="ignore"):  # atol: numpy's own float32 rounding of sums of ~500
+        close(f(x), reds(x), rtol=1e-6, atol=1e-3)
 
 
 def test_pooled_outputs_are_never_shared_while_alive():
