@@ -136,11 +136,25 @@ def _fmod(a, b):
     return hl.select((r != _zero(r)) & ((r < _zero(r)) != (a < _zero(a))), r - b, r)
 
 
+def _fdiv(a, b):
+    """IEEE float division that Halide accepts: its simplifier rejects a
+    divisor that folds to constant zero ("Division by constant zero", e.g.
+    float(i) - float(i)), where numpy gives inf or nan."""
+    t = a.type()
+    zero, one = hl.cast(t, 0), hl.cast(t, 1)
+    bz = b == zero
+    q = a / hl.select(bz, one, b)
+    sign = _copysign(one, a) * _copysign(one, b)  # +-1, exact
+    special = hl.select(hl.is_nan(a) | (a == zero), hl.cast(t, float("nan")),
+                        sign * hl.cast(t, float("inf")))
+    return hl.select(bz, special, q)
+
+
 def _float_fmod(a, b):
     # C fmod, computed in float64: exact while |a/b| < 2**53.
     t = a.type()
     a64, b64 = hl.cast(hl.Float(64), a), hl.cast(hl.Float(64), b)
-    m = a64 - b64 * hl.trunc(a64 / b64)
+    m = a64 - b64 * hl.trunc(_fdiv(a64, b64))
     m = hl.select(hl.is_inf(b64) & hl.is_finite(a64), a64, m)
     m = hl.select(m == hl.f64(0), _copysign(m, a64), m)  # fmod keeps the sign of a
     return hl.cast(t, m)
@@ -150,15 +164,15 @@ def _float_divmod(a, b):
     """numpy's npy_divmod: (floor quotient, remainder with the sign of b)."""
     zero = _zero(a)
     mod = _float_fmod(a, b)
-    div = (a - mod) / b
+    div = _fdiv(a - mod, b)
     adjust = (mod != zero) & ((b < zero) != (mod < zero))
     mod2 = hl.select(adjust, mod + b, hl.select(mod != zero, mod, _copysign(zero, b)))
     div = hl.select(adjust, div - _one(a), div)
     fl = hl.floor(div)
     fl = hl.select(div - fl > hl.cast(a.type(), 0.5), fl + _one(a), fl)
-    fl = hl.select(div != zero, fl, _copysign(zero, a / b))
+    fl = hl.select(div != zero, fl, _copysign(zero, _fdiv(a, b)))
     bz = b == zero
-    return hl.select(bz, a / b, fl), hl.select(bz, mod, mod2)
+    return hl.select(bz, _fdiv(a, b), fl), hl.select(bz, mod, mod2)
 
 
 def _signbit(a):
@@ -337,7 +351,7 @@ def _negative(a):
 def _reciprocal(a):
     t = a.type()
     if t.is_float():
-        return _one(a) / a
+        return _fdiv(_one(a), a)
     return _one(a) / a if t.is_uint() else hl.select(a == _zero(a), _zero(a), _one(a) / a)
 
 
@@ -417,7 +431,7 @@ BINARY = {
     "add": _bool_or_int(lambda a, b: a | b, _wadd),
     "subtract": _wsub,
     "multiply": _bool_or_int(lambda a, b: a & b, _wmul),
-    "divide": lambda a, b: a / b,
+    "divide": _fdiv,
     "floor_divide": _floor_divide,
     "remainder": _remainder,
     "fmod": _fmod,
