@@ -12,7 +12,11 @@ __version__ = "0.1.0"
 
 def load(path):
     """Load an artifact written by ``TracedFunction.dump``."""
-    from .runtime.artifact import load as _load
+    try:
+        from .runtime.artifact import load as _load
+    except ImportError:
+        raise UnsupportedError("halojit.load: artifacts (dump/load and the C++ embedding) are "
+                               "not implemented in this version yet.") from None
     return _load(path)
 
 

@@ -382,6 +382,16 @@ class TracedFunction:
                  "compile_seconds": k.compile_seconds, "scheduler": k.spec}
                 for k, s in zip(ex.kernels, best)]
 
+    def dump(self, path, *example_args, **kwargs):
+        """Write an artifact for C++ embedding (not implemented in this version yet)."""
+        raise UnsupportedError(f"{self.__name__}.dump: artifacts (dump/load and the C++ "
+                               "embedding) are not implemented in this version yet.")
+
+    def tune(self, *example_args, **kwargs):
+        """Search schedules for every group (not implemented in this version yet)."""
+        raise UnsupportedError(f"{self.__name__}.tune: tuning runs are not implemented in this "
+                               "version yet; pass autoscheduler=... to choose a schedule.")
+
     def __repr__(self):
         return (f"<halojit.trace {self.__name__} opt_level={self.opt_level} "
                 f"backend={self.backend} target={self.target}>")
