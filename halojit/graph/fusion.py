@@ -73,8 +73,7 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
             g = group_of.get(i)
             if g is not None and g not in producers:
                 producers.append(g)
-        direct = set(producers)
-        deps_all = set(direct)
+        deps_all = set(producers)
         for p in producers:
             deps_all |= anc[p]
 
@@ -87,10 +86,12 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
             candidates = [g for g in producers if is_prologue(g, n)]
         else:
             candidates = [g for g in producers if can_join(g)]
+        # try joining all candidate groups at once, then each alone, largest first
+        subsets = [candidates] if len(candidates) > 1 else []
+        subsets += [[c] for c in sorted(candidates, key=lambda g: -len(g.nodes))]
         merged = None
-        for subset in ([candidates] if len(candidates) > 1 else []) + [[c] for c in
-                                                                          sorted(candidates, key=lambda g: -len(g.nodes))]:
-            if not subset or sum(g.kind == "linalg" for g in subset) > 1:
+        for subset in subsets:
+            if sum(g.kind == "linalg" for g in subset) > 1:
                 continue
             s = set(subset)
             outside = (deps_all | set().union(*(anc[g] for g in subset))) - s
