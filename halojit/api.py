@@ -8,7 +8,7 @@ import functools
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -89,7 +89,6 @@ class Specialization:
     weak_checks: tuple | None  # (graph of weak Python-int values, dtypes each must fit)
     executor: Any
     build_seconds: float = 0.0
-    info: dict = field(default_factory=dict)
 
     def check_bindings(self) -> str | None:
         """Why this specialization no longer fits the bound globals, or None."""

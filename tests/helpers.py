@@ -6,11 +6,24 @@ from __future__ import annotations
 
 import importlib.util
 import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
 
 import halojit
+
+@dataclass
+class Case:
+    """One row of an op table: a function, its arguments, whether numpy
+    itself raises, and tolerance overrides for ``assert_matches_numpy``."""
+
+    id: str
+    fn: object
+    args: tuple
+    expect_error: bool = False
+    tol: dict = field(default_factory=dict)
+
 
 # The one list of opt levels every parametrized test runs at. Level 3 joins
 # once the Halide backend (halojit.generators.build) exists.

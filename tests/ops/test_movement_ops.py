@@ -5,20 +5,11 @@ algebra (matmul dot einsum outer) x dtypes, against numpy eager.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
-from helpers import (DTYPES, assert_matches_numpy, jit, level_params, random_array)
-
-
-@dataclass
-class Case:
-    id: str
-    fn: object
-    args: tuple
-    expect_error: bool = False
+from helpers import (Case, DTYPES, assert_matches_numpy, jit, level_params, random_array)
 
 
 # name -> function of one (3, 4, 5) array

@@ -9,23 +9,13 @@ compares with numpy. Combos numpy rejects are checked to raise in both.
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
 
-from helpers import (DTYPES, FLOAT_DTYPES, assert_matches_numpy, assert_same, jit, level_params,
+from helpers import (Case, DTYPES, FLOAT_DTYPES, assert_matches_numpy, assert_same, jit, level_params,
                      numpy_eager, random_array, with_values)
 from halojit.graph.ops.elementwise import BINARY, UNARY
-
-
-@dataclass
-class Case:
-    id: str
-    fn: object
-    args: tuple
-    expect_error: bool = False
-    tol: dict = field(default_factory=dict)
 
 
 def numpy_accepts(ufunc, dtypes) -> bool:

@@ -5,12 +5,11 @@ against numpy eager at each opt level.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
-from helpers import (DTYPES, FLOAT_DTYPES, assert_matches_numpy, level_params, numpy_eager,
+from helpers import (Case, DTYPES, FLOAT_DTYPES, assert_matches_numpy, level_params, numpy_eager,
                      random_array)
 
 REDUCTIONS = ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "any",
@@ -19,14 +18,6 @@ ARG = ("argmax", "argmin")
 # axis, keepdims on a (2, 3, 4) array; arg-reductions take one axis (or None).
 AXES = (None, 1, -1, (0, 2), (-1, 0), ())
 ARG_AXES = (None, 0, -1)
-
-
-@dataclass
-class Case:
-    id: str
-    fn: object
-    args: tuple
-    expect_error: bool = False
 
 
 def _fn(name, axis, keepdims, style):
