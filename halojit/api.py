@@ -381,10 +381,20 @@ class TracedFunction:
                  "compile_seconds": k.compile_seconds, "scheduler": k.spec}
                 for k, s in zip(ex.kernels, best)]
 
-    def dump(self, path, *example_args, **kwargs):
-        """Write an artifact for C++ embedding (not implemented in this version yet)."""
-        raise UnsupportedError(f"{self.__name__}.dump: artifacts (dump/load and the C++ "
-                               "embedding) are not implemented in this version yet.")
+    def dump(self, path, *example_args, arg_names=None, output_names=None, test_vectors=True,
+             extra_examples=(), static=None, levels=None):
+        """Write a self-contained artifact (``.hjm``) that ``halojit.load`` and
+        the C++ embedding API run with no Python and no libHalide.
+
+        One specialization per argument tuple (``example_args`` and each of
+        ``extra_examples``), compiled for several x86 feature levels picked
+        at load time; ``static`` holds the function's keyword arguments.
+        Returns the artifact's path. See ``halojit/runtime/artifact.py``.
+        """
+        from .runtime.artifact import dump
+        return dump(self, path, example_args, arg_names=arg_names, output_names=output_names,
+                    test_vectors=test_vectors, extra_examples=extra_examples,
+                    static=static or {}, levels=levels)
 
     def tune(self, *example_args, **kwargs):
         """Search schedules for every group (not implemented in this version yet)."""

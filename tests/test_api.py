@@ -248,8 +248,4 @@ def test_only_python_scalars(a, b, opt_level):
 def test_not_yet_available_features_say_so():
     f = halojit.trace(lambda x: x + 1, opt_level=1)
     with pytest.raises(halojit.UnsupportedError, match="not implemented"):
-        f.dump("x.hjm", np.ones(2))
-    with pytest.raises(halojit.UnsupportedError, match="not implemented"):
         f.tune(np.ones(2))
-    with pytest.raises(halojit.UnsupportedError, match="not implemented"):
-        halojit.load("x.hjm")
