@@ -1,0 +1,93 @@
+"""Candidate schedules for one fusion group in a tuning run, in the order a
+budget should try them: the default first, then the families round-robin
+(hand templates, Adams2019 random-dropout samples, Adams2019 and
+Mullapudi2016 parameter grids, Li2018), so a run cut short has sampled each.
+
+Adams2019 samples follow Halide's autotune loop (HALIDE_NOTES c):
+``beam_size=1``, ``random_dropout`` 1-5 (percent of states kept), a
+distinct seed each; the seed is part of the recipe.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+
+from ..graph.ir import Graph
+from ..graph.ops import REDUCTION, REGISTRY
+from .autoschedule import ScheduleSpec, default_parallelism, make_spec
+from .templates import TEMPLATES, matmul_fits, row_reduce_fits
+
+# Random Adams2019 samples planned per group (a budget usually ends sooner).
+RANDOM_SAMPLES = 256
+
+# template name -> (fits(graph), {param: values}); each grid starts at the defaults.
+TEMPLATE_GRIDS = {
+    "RowReduce": (row_reduce_fits, {"vector": (16, 8, 32), "rows_per_task": (8, 1, 2, 4, 16, 32)}),
+    "Matmul": (matmul_fits, {"tile_m": (32, 16, 64), "tile_n": (64, 32, 128, 256),
+                             "vector": (16, 8), "unroll_k": (4, 1, 2, 8)}),
+}
+assert set(TEMPLATE_GRIDS) == set(TEMPLATES), "every template needs a tuning grid"
+
+
+def group_kind(local: Graph) -> str:
+    """matmul, reduction, stencil (one value read through two or more
+    slices) or elementwise: the report's grouping of results."""
+    ops = [n for n in local.nodes if n.op not in ("input", "constant")]
+    if any(n.op == "matmul" for n in ops):
+        return "matmul"
+    if any(REGISTRY[n.op].trait == REDUCTION for n in ops):
+        return "reduction"
+    sliced: dict = {}
+    for n in ops:
+        if n.op == "slice":
+            sliced[n.inputs[0]] = sliced.get(n.inputs[0], 0) + 1
+    if any(c >= 2 for c in sliced.values()):
+        return "stencil"
+    return "elementwise"
+
+
+def _grid(name: str, grid: dict, rng: random.Random) -> list[ScheduleSpec]:
+    """Every point of a parameter grid: the first values (defaults) first,
+    the rest shuffled, so a short budget samples the grid evenly."""
+    keys = sorted(grid)
+    points = [dict(zip(keys, vals)) for vals in itertools.product(*(grid[k] for k in keys))]
+    head, rest = points[:1], points[1:]
+    rng.shuffle(rest)
+    return [make_spec(name, p) for p in head + rest]
+
+
+def adams_sample(rng: random.Random) -> ScheduleSpec:
+    return make_spec("Adams2019", {"beam_size": 1, "random_dropout": rng.randint(1, 5),
+                                   "random_dropout_seed": rng.randint(1, 2**31 - 1)})
+
+
+def candidate_specs(local: Graph, default: ScheduleSpec, previous: ScheduleSpec | None = None,
+                    seed: int | None = None) -> list[ScheduleSpec]:
+    """Every candidate for ``local``, without duplicates, best-first order."""
+    rng = random.Random(seed)
+    cores = os.cpu_count() or 2
+    par = default_parallelism()
+    families = []
+    for name, (fits, grid) in TEMPLATE_GRIDS.items():
+        if fits(local):
+            families.append(_grid(name, grid, rng))
+    samples = [adams_sample(rng) for _ in range(RANDOM_SAMPLES)]
+    families.append(samples[0::2])
+    families.append([make_spec("Adams2019", {"parallelism": p, "beam_size": b})
+                     for p, b in ((cores, 32), (4 * par, 32), (par, 8), (cores * 2, 8))])
+    families.append(_grid("Mullapudi2016", {
+        "parallelism": (par, cores, 4 * cores), "balance": (40, 10, 100),
+        "last_level_cache_size": (16 << 20, 1 << 20, 256 << 10)}, rng))
+    families.append(samples[1::2])
+    families.append([make_spec("Li2018", {"parallelism": p}) for p in (par, cores)])
+    ordered = [default] + ([previous] if previous is not None else [])
+    for batch in itertools.zip_longest(*families):
+        ordered.extend(s for s in batch if s is not None)
+    seen, out = set(), []
+    for s in ordered:
+        if s.key not in seen:
+            seen.add(s.key)
+            out.append(s)
+    return out
