@@ -396,10 +396,20 @@ class TracedFunction:
                     test_vectors=test_vectors, extra_examples=extra_examples,
                     static=static or {}, levels=levels)
 
-    def tune(self, *example_args, **kwargs):
-        """Search schedules for every group (not implemented in this version yet)."""
-        raise UnsupportedError(f"{self.__name__}.tune: tuning runs are not implemented in this "
-                               "version yet; pass autoscheduler=... to choose a schedule.")
+    def tune(self, *example_args, budget_s: float = 60.0, workers: int | None = None,
+             executor=None, **kwargs):
+        """Search schedules for every fusion group at these arguments' shapes,
+        measure them, and record the best in the tuning database (used by
+        every later compile, in any process). Returns a TuneReport; keyword
+        arguments other than the three below are the function's static ones.
+
+        ``budget_s``: wall-clock budget of the whole run; ``workers``: parallel
+        compiles; ``executor``: a concurrent.futures.Executor for the compiles
+        (e.g. Dask's ``client.get_executor()``), local processes by default.
+        """
+        from .schedules.tune import tune_function
+        return tune_function(self, example_args, kwargs, budget_s=budget_s, workers=workers,
+                             executor=executor)
 
     def __repr__(self):
         return (f"<halojit.trace {self.__name__} opt_level={self.opt_level} "

@@ -78,6 +78,12 @@ def default_spec(local: Graph) -> ScheduleSpec:
     return make_spec("Adams2019")
 
 
+def tuned_spec(local: Graph, target) -> ScheduleSpec | None:
+    """The tuning database's best recipe for this group and target, or None."""
+    from ..schedules.tunedb import lookup
+    return lookup(group_key(local), str(target))
+
+
 def kernel_name(local: Graph, spec: ScheduleSpec, target) -> str:
     from .. import __version__
     h = hashlib.blake2b(digest_size=12)
@@ -98,7 +104,8 @@ def compile_kernels(groups: list[Group], target, autoscheduler=None) -> list[Ker
     requests, pending, by_name = [], [], {}
     for k, g in enumerate(groups):
         local = group_graph(g)
-        spec = user_spec or default_spec(local)
+        # A user-given autoscheduler wins, then a tuning run's recorded best.
+        spec = user_spec or tuned_spec(local, target) or default_spec(local)
         fn = kernel_name(local, spec, target)
         so = out_dir / f"{fn}.so"
         meta = out_dir / f"{fn}.json"
