@@ -1,4 +1,4 @@
-"""The ``halojit`` command line: demo, info, cache clear (``python -m halojit``)."""
+"""The ``halojit`` command line: demo, info, bench, cache clear (``python -m halojit``)."""
 
 from __future__ import annotations
 
@@ -99,6 +99,11 @@ def cmd_info(args) -> int:
     return 0
 
 
+def cmd_bench(args) -> int:
+    from .bench.cli import main
+    return main(args=args)
+
+
 def cmd_cache(args) -> int:
     import halojit
     cfg = halojit.config()
@@ -125,6 +130,11 @@ def main(argv=None) -> int:
     demo.set_defaults(fn=cmd_demo)
     info = sub.add_parser("info", help="versions, targets, autoschedulers, cache")
     info.set_defaults(fn=cmd_info)
+    bench = sub.add_parser("bench", help="benchmark suite against numpy and its peers, "
+                           "with the bandwidth roofline and issue 4's targets")
+    from .bench.cli import add_arguments as _bench_arguments
+    _bench_arguments(bench)
+    bench.set_defaults(fn=cmd_bench)
     cache = sub.add_parser("cache", help="`cache clear` removes compiled kernels")
     cache.add_argument("action", choices=["clear", "dir"])
     cache.add_argument("--all", action="store_true", help="also remove the tuning database")

@@ -1,0 +1,183 @@
+"""Timing, checking against numpy, the bandwidth roofline and compile times.
+
+Times are seconds. A "run" is one call, or for calls under ~1 ms a batch of
+calls timed together and divided, so perf_counter's resolution never shows.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+TOLERANCE = 1e-3  # max |got - want| / max(|want|, 1), elementwise
+
+
+class WrongResult(AssertionError):
+    """A contender's result differs from numpy's."""
+
+
+def check(got, want, what: str) -> float:
+    """Max relative error of ``got`` against numpy's ``want``; raises WrongResult."""
+    got = np.asarray(got)
+    want = np.asarray(want)
+    if got.shape != want.shape:
+        raise WrongResult(f"{what}: shape {got.shape}, numpy gives {want.shape}")
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    if not np.array_equal(np.isfinite(g), np.isfinite(w)):
+        raise WrongResult(f"{what}: non-finite values where numpy has finite ones (or back)")
+    fin = np.isfinite(w)
+    err = float(np.max(np.abs(g[fin] - w[fin]) / np.maximum(np.abs(w[fin]), 1.0))) if fin.any() else 0.0
+    if not err <= TOLERANCE:
+        raise WrongResult(f"{what}: max relative error {err:.2e} vs numpy (tolerance {TOLERANCE:g})")
+    return err
+
+
+def time_calls(fn, repeat: int, min_batch_s: float = 1e-3) -> dict:
+    """Median and min seconds per call over ``repeat`` warm runs (fn already warmed)."""
+    t0 = time.perf_counter()
+    fn()
+    single = time.perf_counter() - t0
+    inner = 1 if single >= min_batch_s else min(10000, max(1, int(min_batch_s / max(single, 1e-7))))
+    times = []
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(max(1, repeat)):
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                fn()
+            times.append((time.perf_counter() - t0) / inner)
+    finally:
+        if gc_was:
+            gc.enable()
+    times.sort()
+    return {"median_s": times[len(times) // 2], "min_s": times[0], "runs": len(times),
+            "calls_per_run": inner}
+
+
+# -- roofline ------------------------------------------------------------------------------
+def roofline(n_elems: int, repeat: int, use_numba: bool = True, use_halojit: bool = True) -> dict:
+    """Best multi-threaded copy into a preallocated array and best read-only stream.
+
+    Copy GB/s counts bytes read + bytes written (STREAM's convention); read
+    GB/s counts bytes read. Each candidate is listed; the best one is the roof.
+    """
+    src = np.random.default_rng(1).standard_normal(n_elems, dtype=np.float32)
+    dst = np.zeros_like(src)  # touched: no page faults inside the timing
+    nbytes = src.nbytes
+    copies, reads = {}, {}
+    copies["numpy copyto (1 thread)"] = lambda: np.copyto(dst, src)
+    reads["numpy sum (1 thread)"] = lambda: src.sum()
+    if use_numba:
+        try:
+            nb_copy, nb_read = _numba_stream()
+            copies["numba parallel copy"] = lambda: nb_copy(src, dst)
+            reads["numba parallel sum (fastmath)"] = lambda: nb_read(src)
+        except ImportError:
+            pass
+    if use_halojit:
+        import halojit
+        neg = halojit.trace(lambda x: -x)  # one read, one write: a copy's traffic
+        total = halojit.trace(lambda x: x.sum())
+        copies["halojit -x with out="] = lambda: neg(src, out=dst)
+        reads["halojit x.sum()"] = lambda: total(src)
+    out = {"bytes": nbytes, "copy": {}, "read": {}}
+    for kind, cands, traffic in (("copy", copies, 2 * nbytes), ("read", reads, nbytes)):
+        for name, fn in cands.items():
+            fn()
+            t = time_calls(fn, repeat)["min_s"]
+            out[kind][name] = traffic / t / 1e9
+        best = max(out[kind], key=out[kind].get)
+        out[f"{kind}_gbs"], out[f"{kind}_by"] = out[kind][best], best
+    return out
+
+
+def _numba_stream():
+    import numba as nb
+
+    @nb.njit(parallel=True)
+    def copy(src, dst):
+        for i in nb.prange(src.shape[0]):
+            dst[i] = src[i]
+
+    @nb.njit(parallel=True, fastmath=True)
+    def read(src):
+        s = np.float32(0)
+        for i in nb.prange(src.shape[0]):
+            s += src[i]
+        return s
+    return copy, read
+
+
+def sgemm_gflops(m: int, k: int, n: int, repeat: int) -> float:
+    """numpy's float32 matmul (its BLAS) at (m, k) @ (k, n), GFLOP/s."""
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    c = np.empty((m, n), np.float32)
+    f = lambda: np.matmul(a, b, out=c)  # noqa: E731
+    f()
+    return 2.0 * m * k * n / time_calls(f, repeat)["min_s"] / 1e9
+
+
+# -- compile times in new processes ----------------------------------------------------------
+_CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import halojit
+from halojit.bench.workloads import workloads
+t_import = time.perf_counter() - t0
+w = {w.name: w for w in workloads(sys.argv[1])}[sys.argv[2]]
+args = w.inputs()
+f = halojit.trace(w.fn)
+t0 = time.perf_counter()
+f(*args)
+t = time.perf_counter() - t0
+print(json.dumps({"first_call_s": t, "import_s": t_import, "kernels": f.stats()["compiles"]}))
+"""
+
+
+def _child(size: str, name: str, cache_dir: Path) -> dict:
+    import halojit
+    env = dict(os.environ, HALOJIT_CACHE_DIR=str(cache_dir))
+    root = str(Path(halojit.__file__).resolve().parent.parent)  # a checkout or site-packages
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    p = subprocess.run([sys.executable, "-c", _CHILD, size, name], env=env,
+                       capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError(f"compile-time child for {name} failed: {p.stderr.strip()[-500:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def compile_times(size: str, names: list[str]) -> dict:
+    """First-call seconds per workload in a new process: cold (no compiled
+    kernels; the shared Halide runtime, built once per cache dir, already
+    there) and warm (the same cache dir again, in another new process)."""
+    base = Path(tempfile.mkdtemp(prefix="halojit-bench-cache-"))
+    try:
+        prime = _child(size if size != "large" else "tiny", "bias_relu", base / "prime")
+        runtime = base / "prime" / "runtime"
+        out = {"runtime_build_s": prime["first_call_s"]}
+        for name in names:
+            d = base / name
+            if runtime.exists():
+                shutil.copytree(runtime, d / "runtime")
+            try:
+                cold = _child(size, name, d)
+                warm = _child(size, name, d)
+                out[name] = {"cold_s": cold["first_call_s"], "warm_s": warm["first_call_s"],
+                             "kernels": cold["kernels"], "import_s": warm["import_s"]}
+            except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
+                out[name] = {"error": str(e)}
+        return out
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

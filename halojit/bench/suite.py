@@ -1,0 +1,131 @@
+"""Run the suite: every workload through every contender on the same inputs,
+checked against numpy, timed, with the roofline and compile times; returns
+one JSON-ready dict (``report`` prints and plots it)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+from . import measure
+from . import workloads as W
+from .peers import Peer, Skip, default_peers
+
+
+def machine_info() -> dict:
+    info = {"platform": platform.platform(), "machine": platform.machine(),
+            "cores": os.cpu_count(), "python": sys.version.split()[0], "cpu": platform.processor()}
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        info["loadavg"] = list(os.getloadavg())
+    except OSError:
+        pass
+    return info
+
+
+def run_workload(w: W.Workload, peers: list[Peer], repeat: int, with_out: bool) -> dict:
+    args = w.inputs()
+    want = w.fn(*args)
+    want = np.asarray(want)
+    row = {"workload": w.name, "title": w.title, "kind": w.kind,
+           "shapes": [list(a.shape) for a in args],
+           "bytes": int(sum(a.nbytes for a in args) + want.nbytes), "peers": {}}
+    if w.kind == W.MATMUL:
+        row["flops"] = W.mlp_flops(args)
+    for p in peers:
+        entry = row["peers"][p.name] = {}
+        try:
+            t0 = time.perf_counter()
+            fn = p.prepare(w, args)
+            got = fn()
+            entry["first_call_s"] = time.perf_counter() - t0
+            entry["max_rel_err"] = measure.check(p.to_numpy(got), want, f"{w.name}/{p.name}")
+            del got
+            entry.update(measure.time_calls(fn, repeat))
+        except Skip as e:
+            entry["skipped"] = str(e)
+        except measure.WrongResult as e:
+            entry["error"] = f"wrong result: {e}"
+        except Exception as e:  # a peer that breaks must not end the run
+            entry["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+        if p.name == "halojit" and "median_s" in entry:
+            traced = p.traced
+            entry["kernels"] = len(traced.profile(*args)) or None
+            if with_out and w.kind == W.MEMORY:
+                row["peers"]["halojit_out"] = _halojit_out(traced, args, want, w.name, repeat)
+            if w.kind != W.MATMUL:
+                prof = traced.profile(*args, repeat=max(3, repeat))
+                entry["kernel_s"] = sum(k["run_seconds"] for k in prof)
+                entry["overhead_s"] = entry["min_s"] - entry["kernel_s"]
+    return row
+
+
+def _halojit_out(traced, args, want, name, repeat) -> dict:
+    out = np.empty(want.shape, want.dtype)
+    entry = {}
+    try:
+        traced(*args, out=out)
+        entry["max_rel_err"] = measure.check(out, want, f"{name}/halojit out=")
+        entry.update(measure.time_calls(lambda: traced(*args, out=out), repeat))
+    except measure.WrongResult as e:
+        entry["error"] = f"wrong result: {e}"
+    except Exception as e:
+        entry["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+    return entry
+
+
+def run(sizes=("large", "small"), only=None, peers=None, repeat: int = 11,
+        roofline_elems: int | None = None, compile_times: bool = True,
+        with_out: bool = True, log=print) -> dict:
+    """Run the suite and return its results (see ``report`` for the layout)."""
+    import halojit
+    peers = default_peers() if peers is None else list(peers)
+    result = {"machine": machine_info(), "halojit": halojit.__version__,
+              "numpy": np.__version__, "repeat": repeat, "peers": {}, "sizes": {}}
+    usable = []
+    for p in peers:
+        note = p.available()
+        result["peers"][p.name] = ({"available": True, "version": p.version(), "label": p.label}
+                                   if note is None else {"available": False, "note": note,
+                                                         "label": p.label})
+        if note is None:
+            usable.append(p)
+        else:
+            log(f"# {p.label}: skipped: {note}")
+    names = {p.name for p in usable}
+    if roofline_elems is None:  # 64 MiB arrays, beyond any private cache; tiny for tests
+        roofline_elems = 2 ** 16 if set(sizes) <= {"tiny"} else 16 * 2 ** 20
+    log(f"# roofline over {roofline_elems * 4 / 2 ** 20:.0f} MiB arrays ...")
+    result["roofline"] = measure.roofline(roofline_elems, repeat, use_numba="numba" in names,
+                                          use_halojit="halojit" in names)
+    for size in sizes:
+        rows = []
+        for w in W.workloads(size):
+            if only and w.name not in only:
+                continue
+            log(f"# {size}: {w.name} ...")
+            rows.append(run_workload(w, usable, repeat, with_out))
+        entry = {"rows": rows}
+        if size == "large" and any(r["kind"] == W.MATMUL for r in rows):
+            m, k, n = W.SIZES[size]["mlp"]
+            entry["sgemm_gflops"] = measure.sgemm_gflops(m, k, n, repeat)
+        if compile_times and "halojit" in names:
+            log(f"# {size}: compile times in new processes ...")
+            entry["compile"] = measure.compile_times(size, [r["workload"] for r in rows])
+        result["sizes"][size] = entry
+    try:
+        result["machine"]["loadavg_after"] = list(os.getloadavg())
+    except OSError:
+        pass
+    return result
