@@ -10,14 +10,13 @@ from .graph.tracer import exclude_from_trace
 __version__ = "0.1.0"
 
 
-def load(path):
-    """Load an artifact written by ``TracedFunction.dump``."""
-    try:
-        from .runtime.artifact import load as _load
-    except ImportError:
-        raise UnsupportedError("halojit.load: artifacts (dump/load and the C++ embedding) are "
-                               "not implemented in this version yet.") from None
-    return _load(path)
+def load(path, level=None):
+    """Load an artifact written by ``TracedFunction.dump``: a callable whose
+    outputs have the original function's structure. ``level`` picks a CPU
+    feature level ("avx512", "avx2", "sse41"); by default the best this CPU
+    runs (or ``$HALOJIT_ARTIFACT_LEVEL``)."""
+    from .runtime.artifact import load as _load
+    return _load(path, level)
 
 
 __all__ = [

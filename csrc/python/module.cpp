@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,20 @@ std::shared_ptr<Plan> make_plan(std::vector<std::shared_ptr<Kernel>> kernels, co
     return std::make_shared<Plan>(std::move(kernels), std::move(cpp_steps), std::move(specs), n_inputs, n_outputs);
 }
 
+std::vector<ArrayView> views_of(const py::sequence &arrays, const char *what, std::vector<py::array> &keep) {
+    std::vector<ArrayView> out;
+    for (size_t i = 0; i < py::len(arrays); i++) {
+        out.push_back(view_of(arrays[i], std::string(what) + " " + std::to_string(i), keep));
+    }
+    return out;
+}
+
+py::array to_numpy(const Tensor &t) {
+    py::array out(py::dtype(dtype_name(t.dtype())), t.shape());
+    std::memcpy(out.mutable_data(), t.data(), t.nbytes());
+    return out;
+}
+
 void run_plan(Plan &plan, const py::sequence &inputs, const py::sequence &outputs, bool profile) {
     std::vector<py::array> keep;
     keep.reserve(py::len(inputs) + py::len(outputs));
@@ -115,6 +130,11 @@ PYBIND11_MODULE(_rt, m) {
         try {
             if (p) std::rethrow_exception(p);
         } catch (const Error &e) {
+            if (e.kind() == ErrorKind::Artifact) {
+                py::object cls = py::module_::import("halojit.errors").attr("ArtifactError");
+                PyErr_SetString(cls.ptr(), e.what());
+                return;
+            }
             PyObject *type = e.kind() == ErrorKind::Value  ? PyExc_ValueError
                              : e.kind() == ErrorKind::Type ? PyExc_TypeError
                                                            : PyExc_RuntimeError;
@@ -166,4 +186,69 @@ PYBIND11_MODULE(_rt, m) {
         .def_property_readonly("n_buffers", &Plan::n_buffers)
         .def_property_readonly("workspace_bytes", &Plan::workspace_bytes)
         .def_property_readonly("kernels", &Plan::kernels);
+
+    py::class_<Artifact, std::shared_ptr<Artifact>>(m, "Artifact")
+        .def(py::init([](const py::object &path, const std::string &level) {
+                 std::string p = fspath(path);
+                 py::gil_scoped_release release;
+                 return std::make_shared<Artifact>(p, level);
+             }),
+             py::arg("path"), py::arg("level") = "",
+             "read, verify and load an artifact (.hjm) for one CPU feature level")
+        .def_property_readonly("path", &Artifact::path)
+        .def_property_readonly("manifest", &Artifact::manifest_json, "the manifest (JSON text)")
+        .def_property_readonly("level", &Artifact::level, "the feature level whose kernels are loaded")
+        .def_property_readonly(
+            "levels",
+            [](const Artifact &a) {
+                py::list out;
+                for (const auto &lv : a.levels()) {
+                    out.append(py::make_tuple(lv.name, lv.target, lv.requires_features, lv.supported));
+                }
+                return out;
+            },
+            "[(name, target, required CPU features, supported here)]")
+        .def_property_readonly("num_test_vectors", &Artifact::num_test_vectors)
+        .def(
+            "find_specialization",
+            [](const Artifact &a, const py::sequence &inputs) {
+                std::vector<py::array> keep;
+                auto in = views_of(inputs, "input", keep);
+                return a.find_specialization(in.data(), in.size());
+            },
+            py::arg("inputs"), "index of the specialization matching these arrays, or -1")
+        .def(
+            "run",
+            [](const Artifact &a, const py::sequence &inputs, const py::sequence &outputs) {
+                std::vector<py::array> keep;
+                auto in = views_of(inputs, "input", keep);
+                auto out = views_of(outputs, "output", keep);
+                py::gil_scoped_release release;
+                a.run(in.data(), in.size(), out.data(), out.size());
+            },
+            py::arg("inputs"), py::arg("outputs"), "run into caller-owned outputs, GIL released")
+        .def(
+            "test_vector",
+            [](const Artifact &a, size_t i) {
+                TestVector tv = a.test_vector(i);
+                py::list ins, expected;
+                for (const auto &t : tv.inputs) ins.append(to_numpy(t));
+                for (const auto &t : tv.expected) expected.append(to_numpy(t));
+                return py::make_tuple(tv.specialization, ins, expected, tv.rtol, tv.atol);
+            },
+            py::arg("i"), "(specialization, inputs, expected outputs, rtol, atol) of test vector i");
+
+    m.def(
+        "allclose",
+        [](const py::object &got, const py::object &want, double rtol, double atol) {
+            std::vector<py::array> keep;
+            ArrayView g = view_of(got, "got", keep), w = view_of(want, "want", keep);
+            std::string why;
+            const bool ok = allclose(g, w, rtol, atol, &why);
+            return py::make_tuple(ok, why);
+        },
+        py::arg("got"), py::arg("want"), py::arg("rtol"), py::arg("atol"),
+        "(close, why): the runtime's allclose, as the C API and test vectors use it");
+    m.def("cpu_has_feature", &cpu_has_feature, py::arg("name"), "whether this CPU has an artifact feature name");
+    m.attr("ARTIFACT_FORMAT") = kArtifactFormat;
 }

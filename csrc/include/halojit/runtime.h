@@ -26,6 +26,7 @@ enum class ErrorKind {
     Value,    // bad argument value: dtype, ndim, shape, strides, counts
     Type,     // an argument of the wrong kind of object
     Runtime,  // a kernel failed, or a file/symbol could not be loaded
+    Artifact, // an artifact that is truncated, corrupt, foreign, newer, or for another CPU
 };
 
 class Error : public std::runtime_error {
@@ -73,6 +74,37 @@ struct ArrayView {
     const int64_t *strides = nullptr;  // ndim entries, bytes
     bool writable = true;
 };
+
+// An owned, C-contiguous, 64-byte aligned array.
+class Tensor {
+public:
+    Tensor() = default;
+    Tensor(DType dtype, std::vector<int64_t> shape);  // uninitialized memory
+
+    DType dtype() const { return dtype_; }
+    const std::vector<int64_t> &shape() const { return shape_; }
+    int64_t size() const;  // elements
+    size_t nbytes() const { return static_cast<size_t>(size()) * dtype_.itemsize(); }
+    void *data() const { return memory_.get(); }
+    ArrayView view() const;
+
+private:
+    DType dtype_;
+    std::vector<int64_t> shape_, strides_;
+    std::shared_ptr<void> memory_;
+};
+
+// Element-wise copy between two arrays of the same dtype and shape with any
+// strides (the destination must be writable). Throws Error(Value) otherwise.
+void copy_array(const ArrayView &dst, const ArrayView &src);
+
+// Whether the byte ranges of two arrays can overlap (a conservative test).
+bool may_overlap(const ArrayView &a, const ArrayView &b);
+
+// numpy.allclose with equal_nan: |got - want| <= atol + rtol * |want| for
+// floats (NaN matches NaN, inf matches the same inf), exact for integers and
+// booleans. On a mismatch returns false and, when `why` is given, says where.
+bool allclose(const ArrayView &got, const ArrayView &want, double rtol, double atol, std::string *why = nullptr);
 
 // ---------------------------------------------------------------- files
 
@@ -185,5 +217,113 @@ private:
     std::vector<std::unique_ptr<Workspace>> pool_;
     std::vector<double> timings_;
 };
+
+// ---------------------------------------------------------------- artifacts
+
+inline constexpr int kArtifactFormat = 1;  // newest artifact format this runtime reads
+
+struct TensorSpec {
+    std::string name;
+    DType dtype;
+    std::vector<int64_t> shape;
+};
+
+// One specialization of an artifact: fixed input and output shapes, and the
+// plan that computes them. Outputs come from the plan, or are copies of an
+// input, a constant or an earlier output (a value returned twice).
+struct ArtifactSpecialization {
+    enum class Source : int { Plan = 0, Input = 1, Constant = 2, Output = 3 };
+    std::vector<TensorSpec> inputs, outputs;
+    std::vector<std::pair<Source, int>> sources;  // per output
+    std::vector<int> constants;                   // plan inputs after the user's inputs
+    std::shared_ptr<Plan> plan;
+};
+
+struct ArtifactLevel {
+    std::string name, target;
+    std::vector<std::string> requires_features;  // CPU features, e.g. "avx2"
+    bool supported;                             // by this CPU
+};
+
+class MemoryFile;  // an in-memory file kernels are loaded from (artifact.cpp)
+
+struct TestVector {
+    int specialization;
+    std::vector<Tensor> inputs, expected;
+    std::vector<double> rtol, atol;  // per output
+};
+
+// An artifact written by `TracedFunction.dump`: read and verified whole
+// (header, format version, checksums, architecture) at construction, which
+// then loads the kernels of one feature level: `level` if given, else the
+// HALOJIT_ARTIFACT_LEVEL environment variable, else the best level this CPU
+// supports. The artifact's own Halide runtime is loaded unless one already
+// is. Every problem with the file is an Error(Artifact). run() is const and
+// safe to call from several threads at once.
+class Artifact {
+public:
+    explicit Artifact(const std::string &path, const std::string &level = "");
+    ~Artifact();
+    Artifact(const Artifact &) = delete;
+    Artifact &operator=(const Artifact &) = delete;
+
+    const std::string &path() const { return path_; }
+    const std::string &manifest_json() const { return manifest_json_; }
+    const std::string &function_name() const { return function_; }
+    const std::string &level() const { return level_; }
+    const std::vector<ArtifactLevel> &levels() const { return levels_; }
+    const std::vector<std::string> &input_names() const { return input_names_; }
+    const std::vector<std::string> &output_names() const { return output_names_; }
+    const std::vector<ArtifactSpecialization> &specializations() const { return specs_; }
+    size_t num_test_vectors() const { return test_vectors_.size(); }
+
+    // The specialization whose input shapes and dtypes match, or -1.
+    int find_specialization(const ArrayView *inputs, size_t n_inputs) const;
+
+    // Runs on caller-owned outputs (any strides; written through a
+    // temporary where a kernel cannot write them directly). Every input and
+    // output is checked before any kernel runs.
+    void run(const ArrayView *inputs, size_t n_inputs, const ArrayView *outputs, size_t n_outputs) const;
+    // Runs into fresh outputs allocated here.
+    std::vector<Tensor> run(const ArrayView *inputs, size_t n_inputs) const;
+
+    // Test vector i, read (and checksummed) from the file on demand.
+    TestVector test_vector(size_t i) const;
+
+private:
+    const ArtifactSpecialization &check_call(const ArrayView *inputs, size_t n_inputs, const ArrayView *outputs,
+                                             size_t n_outputs) const;
+
+    struct Blob {
+        uint64_t offset, size;
+        uint32_t crc32;
+    };
+    struct StoredTensor {
+        int blob;
+        DType dtype;
+        std::vector<int64_t> shape;
+    };
+    struct StoredVector {
+        int specialization;
+        std::vector<StoredTensor> inputs, expected;
+        std::vector<double> rtol, atol;
+    };
+    std::string read_blob(int blob, const std::string *data) const;
+
+    std::string path_, manifest_json_, function_, level_;
+    std::vector<ArtifactLevel> levels_;
+    std::vector<std::string> input_names_, output_names_;
+    std::vector<Blob> blobs_;
+    std::vector<Tensor> constants_;
+    std::vector<std::shared_ptr<MemoryFile>> files_;  // kernel images; outlive the kernels
+    std::vector<std::shared_ptr<Kernel>> kernels_;
+    std::vector<ArtifactSpecialization> specs_;
+    std::vector<StoredVector> test_vectors_;
+};
+
+// CPU feature names as artifacts spell them ("sse41", "avx", "avx2", "fma",
+// "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512cd"); false
+// for names this runtime does not know.
+bool cpu_has_feature(const std::string &name);
 
 }  // namespace halojit
