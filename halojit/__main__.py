@@ -1,4 +1,5 @@
-"""The ``halojit`` command line: demo, info, bench, cache clear (``python -m halojit``)."""
+"""The ``halojit`` command line (``python -m halojit``): demo, info, bench, tune, inspect,
+cache clear; ``--cmake-dir`` tells C++ projects where the embedding package is."""
 
 from __future__ import annotations
 
@@ -118,13 +119,41 @@ def cmd_cache(args) -> int:
             removed += 1
     if args.all and cfg.cache_dir.exists():
         shutil.rmtree(cfg.cache_dir)
-    print(f"cleared {'everything' if args.all else 'compiled kernels'} in {cfg.cache_dir}")
+    print(f"cleared {'everything' if args.all else 'compiled kernels'} in {cfg.cache_dir}"
+          + ("" if args.all else " (kept the tuning database; --all removes it)"))
     return 0
+
+
+def cmd_inspect(args) -> int:
+    from .errors import ArtifactError
+    from .runtime.artifact import describe
+    try:
+        text, ok = describe(args.artifact, check=args.check, level=args.level)
+    except (ArtifactError, FileNotFoundError) as e:
+        print(f"halojit inspect: {e}", file=sys.stderr)
+        return 2
+    print(text)
+    return 0 if ok else 1
+
+
+def _embedding_dir(kind: str) -> str:
+    """Where the wheel keeps the C++ embedding files (``--cmake-dir`` etc.)."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parent
+    path = {"cmake": root / "share" / "cmake" / "halojit", "include": root / "include",
+            "lib": root / "lib"}[kind]
+    if not path.is_dir():
+        raise SystemExit(f"halojit: {path} is missing; the C++ embedding files come with an "
+                         "installed halojit (pip install .), not with the source tree.")
+    return str(path)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="halojit", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    for kind, what in (("cmake", "the CMake package dir, for -Dhalojit_DIR=..."),
+                       ("include", "the C/C++ headers"), ("lib", "libhalojit.so")):
+        parser.add_argument(f"--{kind}-dir", action="store_true", help=f"print the path of {what}")
+    sub = parser.add_subparsers(dest="command")
     demo = sub.add_parser("demo", help="trace, compile and run real functions; compare with numpy")
     demo.add_argument("--size", type=int, default=4096, help="rows of the demo arrays")
     demo.set_defaults(fn=cmd_demo)
@@ -135,11 +164,32 @@ def main(argv=None) -> int:
     from .bench.cli import add_arguments as _bench_arguments
     _bench_arguments(bench)
     bench.set_defaults(fn=cmd_bench)
+    tune = sub.add_parser("tune", help="tuning runs: measure schedules, keep the best; "
+                          "--list, --export, --import the tuning database")
+    from .schedules.tune_cli import add_arguments as _tune_arguments, cmd_tune
+    _tune_arguments(tune)
+    tune.set_defaults(fn=cmd_tune)
+    inspect = sub.add_parser("inspect", help="print an artifact's inputs, outputs, levels; "
+                             "--check runs its test vectors")
+    inspect.add_argument("artifact", help="a .hjm file written by TracedFunction.dump")
+    inspect.add_argument("--check", action="store_true",
+                         help="run the test vectors; exit 1 when one does not match")
+    inspect.add_argument("--level", default=None,
+                         help="CPU feature level to load (default: the best this CPU runs)")
+    inspect.set_defaults(fn=cmd_inspect)
     cache = sub.add_parser("cache", help="`cache clear` removes compiled kernels")
     cache.add_argument("action", choices=["clear", "dir"])
     cache.add_argument("--all", action="store_true", help="also remove the tuning database")
     cache.set_defaults(fn=cmd_cache)
     args = parser.parse_args(argv)
+    dirs = [k for k in ("cmake", "include", "lib") if getattr(args, f"{k}_dir")]
+    if dirs:
+        for kind in dirs:
+            print(_embedding_dir(kind))
+        return 0
+    if args.command is None:
+        parser.error("a command is required (demo, info, bench, tune, inspect, cache) or "
+                     "--cmake-dir")
     try:
         return args.fn(args)
     except KeyboardInterrupt:

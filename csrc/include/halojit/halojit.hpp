@@ -13,6 +13,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -163,7 +164,9 @@ public:
         const auto in = raw_arrays(inputs);
         std::vector<hj_tensor *> out(num_outputs(), nullptr);
         check(hj_artifact_run_alloc(a_.get(), in.data(), in.size(), out.data(), out.size()));
-        return std::vector<Tensor>(out.begin(), out.end());
+        std::vector<Tensor> tensors;
+        for (hj_tensor *t : out) tensors.emplace_back(t);
+        return tensors;
     }
 
     size_t num_test_vectors() const { return hj_artifact_num_test_vectors(a_.get()); }
@@ -175,8 +178,8 @@ public:
         tv.atol.resize(num_outputs());
         check(hj_artifact_test_vector(a_.get(), i, in.data(), in.size(), expected.data(), expected.size(),
                                       tv.rtol.data(), tv.atol.data()));
-        tv.inputs.assign(in.begin(), in.end());
-        tv.expected.assign(expected.begin(), expected.end());
+        for (hj_tensor *t : in) tv.inputs.emplace_back(t);
+        for (hj_tensor *t : expected) tv.expected.emplace_back(t);
         return tv;
     }
 
