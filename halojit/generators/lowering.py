@@ -62,9 +62,17 @@ class Stage:
 class Lowerer:
     """Builds the Halide algorithm of one local graph."""
 
-    def __init__(self, graph: Graph, name: str):
+    def __init__(self, graph: Graph, name: str, matmul_block: int | None = None,
+                 strict_wrap: bool = False):
         self.graph = graph
         self.name = name
+        # lanes of a packed-B column block when the Matmul template schedules
+        # this group (lower_matmul_blocked), else None
+        self.matmul_block = matmul_block
+        # the kernel compiles without strict_float so that the matmul
+        # accumulation contracts to FMA; every other value is wrapped in
+        # hl.strict_float, which keeps numpy's NaN/inf/-0.0 semantics there
+        self.strict_wrap = strict_wrap
         self.counter = 0
         self.stages: list[Stage] = []
         self.params: list[hl.ImageParam] = []
@@ -82,10 +90,20 @@ class Lowerer:
     def vars(self, n: int):
         return [hl.Var(f"v{i}") for i in range(n)]
 
+    def strict(self, e):
+        """``e`` (an Expr or a tuple of them) as strict float when strict_wrap."""
+        if not self.strict_wrap:
+            return e
+        if isinstance(e, tuple):
+            return tuple(self.strict(x) for x in e)
+        if not isinstance(e, hl.Expr):
+            e = hl.Expr(e)
+        return hl.strict_float(e) if e.type().is_float() else e
+
     def materialize(self, lazy: Lazy, prefix="t") -> Lazy:
         f = hl.Func(self.fresh(prefix))
         vs = self.vars(len(lazy.shape))
-        e = lazy.at(vs)
+        e = self.strict(lazy.at(vs))
         if vs:
             f[tuple(reversed(vs))] = e
         else:
@@ -115,7 +133,7 @@ class Lowerer:
         for k, node in enumerate(self.graph.outputs):
             f = hl.Func(f"{self.name}_out{k}")
             vs = self.vars(node.aval.ndim)
-            e = H.to_storage(self.env[node].at(vs), node.dtype)
+            e = self.strict(H.to_storage(self.env[node].at(vs), node.dtype))
             if vs:
                 f[tuple(reversed(vs))] = e
             else:
@@ -494,6 +512,9 @@ def lower_pad(lw, node, operands):
 def lower_matmul(lw, node, operands):
     a, b = operands
     dt = node.dtype
+    if lw.matmul_block and node.aval.ndim == 2 and len(a.shape) == 2 and len(b.shape) == 2 \
+            and dt.kind == "f" and dt.itemsize >= 4:
+        return lower_matmul_blocked(lw, node, a, b, lw.matmul_block)
     k = a.shape[-1]
     out_vars = lw.vars(node.aval.ndim)
     batch, m, n = out_vars[:-2], out_vars[-2], out_vars[-1]
@@ -514,6 +535,33 @@ def lower_matmul(lw, node, operands):
     return func_lazy(f, node.shape, dt, convert=convert)
 
 
+def lower_matmul_blocked(lw, node, a, b, block):
+    """C = A @ B for the Matmul template: B packed into column blocks
+    ``bpack[j, k, jb] = B[k, jb*block + j]`` (contiguous rows of ``block``
+    lanes; the last block is padded by clamping), and C computed per block,
+    ``cblock[j, i, jb] = sum_k A[i, k] * bpack[j, k, jb]``.
+
+    The accumulation is the only unstrict float arithmetic of the group
+    (``Lowerer.strict_wrap``): it contracts to FMA, and its summation order
+    already differs from numpy's BLAS."""
+    (m, k), n = a.shape, b.shape[1]
+    j, i, kk, jb = hl.Var("j"), hl.Var("i"), hl.Var("k"), hl.Var("jb")
+    pack = hl.Func(lw.fresh("bpack"))
+    pack[j, kk, jb] = lw.strict(b.at([kk, hl.min(jb * block + j, n - 1)]))
+    c = hl.Func(lw.fresh("matmul"))
+    r = hl.RDom([hl.Range(0, k)])
+    ct = H.compute_type(node.dtype)
+    c[j, i, jb] = hl.cast(ct, 0)
+    c[j, i, jb] = c[j, i, jb] + lw.strict(a.at([i, r.x])) * pack[j, r.x, jb]
+    lw.stages.append(Stage("pack", pack, (-(-n // block), k, block)))
+    lw.stages.append(Stage("matmul", c, node.shape, r, a.shape))
+
+    def at(idx):
+        y, x = idx
+        return hl.Expr(c[x % block, y, x // block])
+    return Lazy(node.shape, node.dtype, at, c)
+
+
 LOWER = {
     "sum": lower_reduce, "prod": lower_reduce, "max": lower_reduce, "min": lower_reduce,
     "any": lower_reduce, "all": lower_reduce,
@@ -531,9 +579,24 @@ class LoweredGroup:
     outputs: list
     stages: list
     graph: Graph
+    target: object = None  # the target to compile for when not the requested one
 
 
-def lower_group(graph: Graph, name: str) -> LoweredGroup:
-    lw = Lowerer(graph, name)
+def lower_group(graph: Graph, name: str, spec=None, target=None) -> LoweredGroup:
+    """The group's algorithm. ``spec`` (a ScheduleSpec) and ``target`` (the
+    kernel's hl.Target) matter for the Matmul template only, whose
+    algorithm packs B and whose kernel drops strict_float for FMA (see
+    ``LoweredGroup.target``)."""
+    block, wrap = None, False
+    if spec is not None and spec.name == "Matmul":
+        from ..schedules.templates import matmul_fits, matmul_block
+        if matmul_fits(graph):
+            mm = next(n for n in graph.nodes if n.op == "matmul")
+            block = matmul_block(dict(spec.params), mm.dtype.itemsize)
+            wrap = target is not None and target.has_feature(hl.TargetFeature.StrictFloat)
+    lw = Lowerer(graph, name, block, wrap)
     pipeline, params, outputs = lw.lower()
-    return LoweredGroup(pipeline, params, outputs, lw.stages, graph)
+    lowered = LoweredGroup(pipeline, params, outputs, lw.stages, graph)
+    if wrap:
+        lowered.target = target.without_feature(hl.TargetFeature.StrictFloat)
+    return lowered

@@ -65,14 +65,15 @@ def compile_group(request: dict) -> dict:
     t0 = time.perf_counter()
     for spec in request["specs"]:
         try:
-            lowered = lower_group(graph, fn_name)
+            lowered = lower_group(graph, fn_name, spec, target)
             set_estimates(lowered.params, lowered.outputs,
                           [i.shape for i in graph.inputs], [o.shape for o in graph.outputs])
             t_sched = time.perf_counter()
             results, text = apply_schedule(lowered, target, spec)
             sched_seconds = time.perf_counter() - t_sched
-            kernel = compile_pipeline(lowered.pipeline, lowered.params, fn_name, target, out_dir,
-                                      ("stmt", "schedule"), results)
+            kernel = compile_pipeline(lowered.pipeline, lowered.params, fn_name,
+                                      lowered.target or target, out_dir, ("stmt", "schedule"),
+                                      results)
             if text is not None and kernel.schedule_path:
                 kernel.schedule_path.write_text(f"// {spec}\n{text}\n")
         except (hl.HalideError, CompileError, RuntimeError, HalojitError) as e:
