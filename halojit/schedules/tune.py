@@ -29,7 +29,7 @@ import numpy as np
 from ..config import get_config
 from ..errors import HalojitError, UnsupportedError
 from . import tunedb
-from .autoschedule import ScheduleSpec
+from .autoschedule import ScheduleSpec, fallback_chain
 from .candidates import candidate_specs, group_kind
 from .tune_worker import (CRASH, ERROR, OK, SKIPPED, TIMEOUT, WRONG, Timer, TimerDied,
                           compile_candidate)
@@ -331,11 +331,17 @@ class _GroupRun:
             cached = kernel_dir(self.target) / f"{fn}.so"
             if is_valid_so(cached, remove=False) and cached.with_suffix(".json").exists():
                 self.so[spec.key] = cached  # the kernel cache already has it (e.g. the default)
-                self.compiled[spec.key] = {"status": OK, "compile_s": 0.0, "cached": True}
+                try:
+                    used = json.loads(cached.with_suffix(".json").read_text())["spec"]
+                except (OSError, ValueError, KeyError):
+                    used = spec.key
+                self.compiled[spec.key] = {"status": OK, "compile_s": 0.0, "used": used}
                 continue
             timeout = min(COMPILE_TIMEOUT_S, max(1.0, self.left(share=False)))
             request = {"graph": self.local, "fn_name": fn, "target": str(self.target),
                        "spec": spec, "timeout_s": timeout}
+            if spec == self.report.default:  # the baseline is what a compile would give
+                request["specs"] = fallback_chain(spec)
             futures[self.executor.submit(compile_candidate, request)] = spec
         if not futures:
             return
@@ -366,6 +372,8 @@ class _GroupRun:
             return
         info = self.compiled.get(spec.key, {})
         result = CandidateResult(spec, compile_s=info.get("compile_s"))
+        if info.get("used", spec.key) != spec.key:
+            result.message = f"fell back to {info['used']}; "
         self.results[spec.key] = result
         req = {"op": "time", "so": str(self.so[spec.key]), "fn_name": self.fn_name(spec)}
         try:
@@ -380,7 +388,7 @@ class _GroupRun:
             return
         result.status = out["status"]
         result.seconds = out.get("seconds")
-        result.message = out.get("message", "")
+        result.message += out.get("message", "")
         self.show()
 
     def confirm(self):

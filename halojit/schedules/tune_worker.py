@@ -33,9 +33,10 @@ def compile_candidate(request: dict) -> dict:
     """Compile one candidate schedule in a worker subprocess, with a timeout.
 
     request: graph (the group's standalone Graph), fn_name, target (string),
-    spec (ScheduleSpec), timeout_s. Returns a plain dict (never raises for a
+    spec (ScheduleSpec), timeout_s, and optionally specs (a fallback chain
+    that replaces spec; the default's, as a compile would use). Returns a plain dict (never raises for a
     bad candidate): status ok with ``so`` (the .so bytes), ``schedule`` and
-    ``stmt`` texts and ``compile_s``; or status error / crash / timeout with
+    ``stmt`` texts, ``used`` (the spec that compiled) and ``compile_s``; or status error / crash / timeout with
     ``message``. Self-contained, so a Dask or Ray worker can run it.
     """
     from ..errors import CompileError
@@ -44,7 +45,8 @@ def compile_candidate(request: dict) -> dict:
     timeout = max(1.0, float(request.get("timeout_s", 60.0)))
     with tempfile.TemporaryDirectory(prefix="halojit-cand-") as tmp:
         req = {"graph": request["graph"], "fn_name": request["fn_name"],
-               "target": request["target"], "specs": [request["spec"]], "out_dir": tmp}
+               "target": request["target"], "specs": request.get("specs") or [request["spec"]],
+               "out_dir": tmp}
         w = _acquire()  # a pooled compile worker; a killed or crashed one is dropped
         fired = threading.Event()
 
@@ -73,7 +75,7 @@ def compile_candidate(request: dict) -> dict:
         _release(w)
         return {"status": OK, "so": Path(info["so"]).read_bytes(),
                 "schedule": _text(info.get("schedule")), "stmt": _text(info.get("stmt")),
-                "compile_s": time.perf_counter() - t0}
+                "used": info["spec"], "compile_s": time.perf_counter() - t0}
 
 
 def _text(path) -> str:
