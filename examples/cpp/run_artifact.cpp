@@ -85,14 +85,23 @@ int main(int argc, char **argv) {
             return 1;
         }
         // The same artifact from several threads at once: runs are thread-safe.
+        // Exceptions must not leave a thread: each keeps its first error.
         std::vector<int> failures(threads > 0 ? threads : 1, 0);
+        std::vector<std::string> errors(failures.size());
         std::vector<std::thread> pool;
         for (size_t t = 0; t < failures.size(); t++) {
             pool.emplace_back([&, t] {
-                for (size_t i = 0; i < model.num_test_vectors(); i++) failures[t] += check_vector(model, i);
+                try {
+                    for (size_t i = 0; i < model.num_test_vectors(); i++) failures[t] += check_vector(model, i);
+                } catch (const hj::Error &e) {
+                    errors[t] = e.what();
+                }
             });
         }
         for (auto &th : pool) th.join();
+        for (const auto &e : errors) {
+            if (!e.empty()) throw hj::Error(HJ_ERROR_RUNTIME, e);
+        }
         int bad = 0;
         for (int f : failures) bad += f;
         std::printf(bad ? "FAILED: %d mismatch(es)\n" : "all test vectors match\n", bad);

@@ -154,6 +154,27 @@ def _trace_example(tf, args, static) -> _Traced:
     return _Traced(graph, treedef, values, avals)
 
 
+def _leaf_names(treedef) -> list[str]:
+    """Default output names: dict keys where the function returns a dict
+    (nested parts joined by '_'), else output0, output1, ..."""
+    names = []
+
+    def walk(t, prefix):
+        if t.kind == "leaf":
+            names.append(prefix or "output0")
+        elif t.kind == "dict":
+            for k, c in zip(t.meta, t.children):
+                walk(c, f"{prefix}_{k}" if prefix else str(k))
+        elif t.kind in ("tuple", "list"):
+            for i, c in enumerate(t.children):
+                walk(c, f"{prefix}_{i}" if prefix else f"output{i}")
+
+    walk(treedef, "")
+    if len(set(names)) != len(names):
+        return [f"output{j}" for j in range(len(names))]
+    return names
+
+
 def _names(given, default, what, n) -> list[str]:
     if given is None:
         return default
@@ -305,10 +326,7 @@ def dump(tf, path, example_args, *, arg_names=None, output_names=None, test_vect
         seen[key] = k
         unique.append(t)
     treedef = traced[0].treedef
-    default_out = (list(treedef.meta) if treedef.kind == "dict"
-                   and all(c.kind == "leaf" for c in treedef.children)
-                   and all(isinstance(k, str) for k in treedef.meta)
-                   else [f"output{j}" for j in range(n_out)])
+    default_out = _leaf_names(treedef)
     in_names = _names(arg_names, _arg_names(tf.fn, n_args), "arg_names", n_args)
     out_names = _names(output_names, default_out, "output_names", n_out)
 
