@@ -76,3 +76,16 @@ def rewrite(src: Path, dst: Path, edit) -> Path:
     manifest, blobs = read_parts(src)
     edit(manifest)
     return A._write(dst, manifest, blobs)
+
+
+def run_python(*args, env=None, **kwargs):
+    """``python *args`` in a new process that imports the same halojit as
+    this one (the installed package in CI, the source tree in development)."""
+    import os
+    import subprocess
+    import sys
+    root = Path(halojit.__file__).resolve().parent.parent
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True,
+                          cwd=root, env=env, **kwargs)

@@ -18,7 +18,7 @@ GLOBAL_W = np.ones(8, np.float32)
 
 def test_function_returning_nothing(tmp_path):
     def nothing(x):
-        y = x + 1  # noqa: F841
+        x + 1  # computed, never returned
     with pytest.raises(ArtifactError, match="returns no arrays"):
         halojit.trace(nothing).dump(tmp_path / "a.hjm", X)
 

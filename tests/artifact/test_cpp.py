@@ -7,18 +7,18 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
 
 def halojit_dir(kind: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "halojit", f"--{kind}-dir"], capture_output=True,
-                          text=True, check=True)
+    proc = run_python("-m", "halojit", f"--{kind}-dir")
+    assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip()
 
 
@@ -35,8 +35,7 @@ def test_cmake_dir_holds_a_package():
 
 def test_c_abi_from_a_plain_process(softmax_artifact):
     lib = Path(halojit_dir("lib")) / "libhalojit.so"
-    proc = subprocess.run([sys.executable, str(HERE / "c_abi_client.py"), str(lib), str(softmax_artifact)],
-                          capture_output=True, text=True)
+    proc = run_python(HERE / "c_abi_client.py", lib, softmax_artifact)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "c abi ok" in proc.stdout
 

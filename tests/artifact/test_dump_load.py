@@ -4,13 +4,11 @@ levels, strided inputs, out=, threads, test vectors and ``halojit inspect``."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from conftest import model, model_args, softmax
+from conftest import model, model_args, run_python, softmax
 
 import halojit
 from halojit import _rt
@@ -157,8 +155,7 @@ def test_allclose_catches_a_difference():
 
 
 def test_inspect_cli(model_artifact):
-    proc = subprocess.run([sys.executable, "-m", "halojit", "inspect", str(model_artifact), "--check"],
-                          capture_output=True, text=True)
+    proc = run_python("-m", "halojit", "inspect", model_artifact, "--check")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "function  model" in out
@@ -177,6 +174,6 @@ def test_fresh_process_needs_no_libhalide(softmax_artifact):
             "assert 'halide' not in sys.modules, 'halide was imported'\n"
             "print('ok', f.level)\n")
     env = dict(os.environ, HALOJIT_ARTIFACT_LEVEL="sse41")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    proc = run_python("-c", code, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok sse41"
