@@ -101,6 +101,19 @@ def roofline(n_elems: int, repeat: int, use_numba: bool = True, use_halojit: boo
     return out
 
 
+def best_roofline(*runs: dict) -> dict:
+    """Candidate by candidate, the best GB/s of several roofline runs."""
+    out = {"bytes": runs[0]["bytes"], "copy": {}, "read": {}}
+    for kind in ("copy", "read"):
+        for r in runs:
+            for name, v in r[kind].items():
+                out[kind][name] = max(v, out[kind].get(name, 0.0))
+        best = max(out[kind], key=out[kind].get)
+        out[f"{kind}_gbs"], out[f"{kind}_by"] = out[kind][best], best
+    out["runs"] = [{k: r[f"{k}_gbs"] for k in ("copy", "read")} for r in runs]
+    return out
+
+
 def _numba_stream():
     import numba as nb
 

@@ -179,6 +179,22 @@ def table(result: dict, size: str) -> str:
     return "\n".join(text)
 
 
+def first_calls(result: dict, size: str) -> str:
+    """In-process first call of every contender (compiles included), seconds."""
+    cols = [c for c in columns(result) if c != "halojit_out"]
+    lines = [["workload"] + cols]
+    for row in result["sizes"][size]["rows"]:
+        lines.append([row["workload"]] + [
+            f"{row['peers'][c]['first_call_s']:.2f}" if "first_call_s" in row["peers"].get(c, {})
+            else "-" for c in cols])
+    widths = [max(len(l[i]) for l in lines) for i in range(len(cols) + 1)]
+    text = [f"== {size}: first call in this run's process, s (JIT compiles; halojit's kernels "
+            "may come from the disk cache here: see cold/warm above)"]
+    text += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(l, widths))) for l in lines]
+    return "\n".join(text)
+
+
 def targets_table(result: dict) -> str:
     lines = ["== issue 4 targets"]
     for t in result.get("targets", []):
@@ -210,7 +226,10 @@ def header(result: dict) -> str:
     if roof:
         lines.append(f"# roofline: copy {roof['copy_gbs']:.1f} GB/s ({roof['copy_by']}), "
                      f"read {roof['read_gbs']:.1f} GB/s ({roof['read_by']}); "
-                     f"arrays of {roof['bytes'] / 2 ** 20:.0f} MiB")
+                     f"arrays of {roof['bytes'] / 2 ** 20:.0f} MiB, best of 2 runs")
+        for kind in ("copy", "read"):
+            lines.append(f"#   {kind} candidates, GB/s: " + ", ".join(
+                f"{n} {v:.1f}" for n, v in roof[kind].items()))
     sg = result["sizes"].get("large", {}).get("sgemm_gflops")
     if sg:
         lines.append(f"# numpy sgemm at the MLP's first matmul: {sg:.0f} GFLOP/s")
@@ -239,6 +258,7 @@ def errors(result: dict) -> str:
 
 def render(result: dict) -> str:
     parts = [header(result)] + [table(result, s) for s in result["sizes"]]
+    parts += [first_calls(result, next(iter(result["sizes"])))] if result["sizes"] else []
     parts += [targets_table(result)]
     err = errors(result)
     if err:
@@ -259,6 +279,7 @@ def plot(result: dict, path) -> str | None:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         return None
     sizes = list(result["sizes"])
@@ -274,6 +295,8 @@ def plot(result: dict, path) -> str | None:
                    result["peers"].get(n, {}).get("label", n))
         ax.axhline(1.0, color="k", lw=0.8)
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xticks(range(len(rows)), [r["workload"] for r in rows], rotation=30, ha="right")
         ax.set_ylabel("speedup over numpy (median)")
         ax.set_title(f"{size} ({result['machine'].get('cores')} cores)")
