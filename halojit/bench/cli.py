@@ -51,6 +51,7 @@ def main(argv=None, args=None) -> int:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     report.write_json(result, out / f"results-{stamp}.json")
     report.write_json(result, out / "results.json")
+    (out / "results.md").write_text(report.header(result) + "\n\n" + report.markdown(result) + "\n")
     png = report.plot(result, out / "speedup.png")
     print(f"\nwrote {out / 'results.json'}" + (f" and {png}" if png else
                                                 " (no plot: matplotlib not installed)"))

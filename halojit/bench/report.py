@@ -266,6 +266,29 @@ def render(result: dict) -> str:
     return "\n\n".join(parts)
 
 
+def markdown(result: dict) -> str:
+    """The tables as GitHub markdown (what the README shows)."""
+    parts = []
+    for size in result["sizes"]:
+        lines = table(result, size).splitlines()
+        title = lines[0]
+        rows = [_cells(l) for l in lines[1:]]  # cells like "62% copy" stay whole
+        parts.append(f"**{title.strip('= ')}**\n")
+        parts.append("| " + " | ".join(rows[0]) + " |")
+        parts.append("|" + "---|" * len(rows[0]))
+        parts += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+        parts.append("")
+    not_met = [t for t in result.get("targets", []) if t["met"] is False]
+    n = [t for t in result.get("targets", []) if t["met"] is not None]
+    parts.append(f"{len(n) - len(not_met)} of {len(n)} targets met.")
+    return "\n".join(parts)
+
+
+def _cells(line: str) -> list[str]:
+    import re
+    return [c for c in re.split(r"\s{2,}", line.strip()) if c]
+
+
 # -- files ----------------------------------------------------------------------------------
 def write_json(result: dict, path) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
