@@ -1,5 +1,25 @@
 """halojit: trace numpy functions into fused, auto-scheduled Halide kernels."""
 
+
+def _find_installed_native_parts():
+    """Scripts run from a source checkout import this source tree, which has
+    no compiled parts (``_rt``, ``lib/``, ``include/``); borrow them from an
+    installed halojit further down ``sys.path`` (``pip install .``)."""
+    import os
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    if any(name.startswith("_rt.") for name in os.listdir(here)):
+        return
+    for entry in sys.path:
+        other = os.path.join(os.path.abspath(entry or "."), "halojit")
+        if os.path.realpath(other) != os.path.realpath(here) and os.path.isdir(other) and any(
+                name.startswith("_rt.") for name in os.listdir(other)):
+            __path__.append(other)
+            return
+
+
+_find_installed_native_parts()
+
 from . import errors
 from .api import TracedFunction, trace
 from .config import get_config as config

@@ -139,13 +139,15 @@ def cmd_inspect(args) -> int:
 def _embedding_dir(kind: str) -> str:
     """Where the wheel keeps the C++ embedding files (``--cmake-dir`` etc.)."""
     from pathlib import Path
-    root = Path(__file__).resolve().parent
-    path = {"cmake": root / "share" / "cmake" / "halojit", "include": root / "include",
-            "lib": root / "lib"}[kind]
-    if not path.is_dir():
-        raise SystemExit(f"halojit: {path} is missing; the C++ embedding files come with an "
-                         "installed halojit (pip install .), not with the source tree.")
-    return str(path)
+
+    import halojit
+    rel = {"cmake": ("share", "cmake", "halojit"), "include": ("include",), "lib": ("lib",)}[kind]
+    for root in halojit.__path__:  # the package, then an installed copy (see __init__)
+        path = Path(root, *rel).resolve()
+        if path.is_dir():
+            return str(path)
+    raise SystemExit(f"halojit: no {'/'.join(rel)} next to halojit; the C++ embedding files come "
+                     "with an installed halojit (pip install .), not with the source tree.")
 
 
 def main(argv=None) -> int:

@@ -104,7 +104,9 @@ std::vector<ArrayView> views_of(const py::sequence &arrays, const char *what, st
 }
 
 py::array to_numpy(const Tensor &t) {
-    py::array out(py::dtype(dtype_name(t.dtype())), t.shape());
+    py::tuple shape(t.shape().size());
+    for (size_t i = 0; i < t.shape().size(); i++) shape[i] = t.shape()[i];
+    py::array out = py::module_::import("numpy").attr("empty")(shape, dtype_name(t.dtype()));
     std::memcpy(out.mutable_data(), t.data(), t.nbytes());
     return out;
 }

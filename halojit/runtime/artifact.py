@@ -219,8 +219,8 @@ class _Blobs:
         return len(self.data) - 1
 
     def array(self, a: np.ndarray) -> dict:
-        a = np.ascontiguousarray(a)
-        return dict(_tensor(a.shape, a.dtype), blob=self.add(a.tobytes()))
+        a = np.asarray(a)  # not ascontiguousarray: it turns 0-d into 1-d
+        return dict(_tensor(a.shape, a.dtype), blob=self.add(a.tobytes(order="C")))
 
 
 def _plan(graph, groups, kernel_of, const_ids, blobs, const_table) -> dict:
@@ -271,9 +271,7 @@ def _plan(graph, groups, kernel_of, const_ids, blobs, const_table) -> dict:
 
 def _constant_id(node, const_ids, blobs, const_table) -> int:
     if node not in const_ids:
-        value = np.ascontiguousarray(node.params["value"].value)
-        if value.dtype == np.bool_:
-            value = value.view(np.uint8).astype(np.bool_)
+        value = np.asarray(node.params["value"].value)
         const_ids[node] = len(const_table)
         const_table.append(blobs.array(value))
     return const_ids[node]

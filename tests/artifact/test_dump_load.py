@@ -177,3 +177,21 @@ def test_fresh_process_needs_no_libhalide(softmax_artifact):
     proc = run_python("-c", code, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok sse41"
+
+
+def test_integer_bool_half_and_scalar_arguments(tmp_path):
+    def f(a, m, h, s):
+        return np.where(m, a * s, -a), (h * 2).astype(np.float16), a.sum(), m & (a > 0)
+    a = np.arange(-6, 6, dtype=np.int16).reshape(3, 4)
+    m = a % 3 == 0
+    h = np.linspace(-1, 1, 12, dtype=np.float16).reshape(3, 4)
+    g = halojit.load(halojit.trace(f).dump(tmp_path / "f.hjm", a, m, h, 3, levels="sse41"))
+    assert g.specializations[0]["inputs"]["s"] == ((), np.dtype(np.int64))  # a weak Python int
+    got, want = g(a, m, h, 3), f(a, m, h, 3)
+    assert isinstance(got, tuple) and isinstance(got[2], np.integer)  # 0-d -> numpy scalar
+    for x, y in zip(got, want):
+        assert np.asarray(x).dtype == np.asarray(y).dtype
+        np.testing.assert_array_equal(x, y)
+    assert all(r["ok"] for r in g.check())
+    got = g(a, m, h, -2)  # the scalar is an input, not baked in
+    np.testing.assert_array_equal(got[0], f(a, m, h, -2)[0])
