@@ -1,9 +1,11 @@
-// run_artifact ARTIFACT [--level NAME] [--threads N]
+// run_artifact ARTIFACT [--level NAME] [--threads N] [--save DIR]
 //
 // Loads an artifact written by `TracedFunction.dump`, prints its inputs and
 // outputs, then runs every test vector it carries through the C++ API and
 // compares the results with the expected outputs recorded by dump. Exits 0
-// when all of them match, 1 when one does not, 2 on an error.
+// when all of them match, 1 when one does not, 2 on an error. With --save,
+// the outputs of test vector 0 are written to DIR/<output name>.bin (raw,
+// C order) for comparison elsewhere.
 //
 // It shows both ways to run: into outputs the runtime allocates, and into
 // buffers the caller owns (here std::vector storage).
@@ -11,6 +13,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -63,11 +66,12 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "usage: %s ARTIFACT [--level NAME] [--threads N]\n", argv[0]);
         return 2;
     }
-    std::string level;
+    std::string level, save;
     int threads = 1;
     for (int a = 2; a + 1 < argc; a += 2) {
         if (std::strcmp(argv[a], "--level") == 0) level = argv[a + 1];
         if (std::strcmp(argv[a], "--threads") == 0) threads = std::atoi(argv[a + 1]);
+        if (std::strcmp(argv[a], "--save") == 0) save = argv[a + 1];
     }
     try {
         hj::Artifact model(argv[1], level);
@@ -104,6 +108,18 @@ int main(int argc, char **argv) {
         }
         int bad = 0;
         for (int f : failures) bad += f;
+        if (!save.empty()) {
+            const hj::TestVector tv = model.test_vector(0);
+            std::vector<hj::ArrayRef> inputs;
+            for (const auto &t : tv.inputs) inputs.push_back(t.ref());
+            const std::vector<hj::Tensor> outs = model.run(inputs);
+            const auto names = model.outputs();
+            for (size_t k = 0; k < outs.size(); k++) {
+                std::ofstream f(save + "/" + names[k].name + ".bin", std::ios::binary);
+                f.write(static_cast<const char *>(outs[k].data()),
+                        static_cast<std::streamsize>(outs[k].size() * hj_dtype_size(outs[k].dtype())));
+            }
+        }
         std::printf(bad ? "FAILED: %d mismatch(es)\n" : "all test vectors match\n", bad);
         return bad ? 1 : 0;
     } catch (const hj::Error &e) {

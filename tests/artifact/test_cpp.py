@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import run_python
 
@@ -89,3 +90,17 @@ def test_example_reports_a_corrupt_artifact(run_artifact, softmax_artifact, tmp_
     assert "checksum" in proc.stderr
     proc = run(run_artifact, tmp_path / "missing.hjm")
     assert proc.returncode == 2 and "cannot be opened" in proc.stderr
+
+
+def test_example_outputs_equal_python(run_artifact, model_artifact, tmp_path):
+    """The C++ program's outputs, byte for byte, against halojit.load in
+    Python on the same inputs (same level, same kernels)."""
+    import halojit
+    proc = run(run_artifact, model_artifact, "--save", tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    f = halojit.load(model_artifact)
+    _, inputs, _, _, _ = f._art.test_vector(0)
+    got = f(*inputs)
+    for name, (shape, dtype) in f.specializations[0]["outputs"].items():
+        cpp = np.fromfile(tmp_path / f"{name}.bin", dtype=dtype).reshape(shape)
+        np.testing.assert_array_equal(cpp, got[name])
