@@ -41,27 +41,47 @@ def check(got, want, what: str) -> float:
     return err
 
 
-def time_calls(fn, repeat: int, min_batch_s: float = 1e-3) -> dict:
-    """Median and min seconds per call over ``repeat`` warm runs (fn already warmed)."""
+def _batch(fn, min_batch_s: float) -> int:
+    """Calls per run so that one run lasts at least ``min_batch_s``."""
     t0 = time.perf_counter()
     fn()
     single = time.perf_counter() - t0
-    inner = 1 if single >= min_batch_s else min(10000, max(1, int(min_batch_s / max(single, 1e-7))))
-    times = []
+    return 1 if single >= min_batch_s else min(10000, max(1, int(min_batch_s / max(single, 1e-7))))
+
+
+def _stats(times: list[float], inner: int) -> dict:
+    times = sorted(times)
+    return {"median_s": times[len(times) // 2], "min_s": times[0], "runs": len(times),
+            "calls_per_run": inner}
+
+
+def time_calls(fn, repeat: int, min_batch_s: float = 1e-3) -> dict:
+    """Median and min seconds per call over ``repeat`` warm runs (fn already warmed)."""
+    return time_interleaved({"fn": fn}, repeat, min_batch_s)["fn"]
+
+
+def time_interleaved(fns: dict, repeat: int, min_batch_s: float = 1e-3) -> dict:
+    """Like ``time_calls`` for several contenders, run in rounds (one run of each
+    per round), so a neighbour's burst on a shared machine hits all of them
+    alike instead of one contender's whole series. Each fn is already warmed."""
+    inner = {name: _batch(fn, min_batch_s) for name, fn in fns.items()}
+    times = {name: [] for name in fns}
     gc_was = gc.isenabled()
     gc.disable()
     try:
         for _ in range(max(1, repeat)):
-            t0 = time.perf_counter()
-            for _ in range(inner):
-                fn()
-            times.append((time.perf_counter() - t0) / inner)
+            for name, fn in fns.items():
+                n = inner[name]
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    fn()
+                times[name].append((time.perf_counter() - t0) / n)
+                if len(fns) > 1:
+                    time.sleep(5e-4)  # spinning worker threads (OpenMP, numba) go idle
     finally:
         if gc_was:
             gc.enable()
-    times.sort()
-    return {"median_s": times[len(times) // 2], "min_s": times[0], "runs": len(times),
-            "calls_per_run": inner}
+    return {name: _stats(times[name], inner[name]) for name in fns}
 
 
 # -- roofline ------------------------------------------------------------------------------

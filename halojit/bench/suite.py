@@ -35,55 +35,65 @@ def machine_info() -> dict:
 
 
 def run_workload(w: W.Workload, peers: list[Peer], repeat: int, with_out: bool) -> dict:
+    """One workload: each contender prepared, first call timed and checked against
+    numpy, then all timed together in rounds (``measure.time_interleaved``)."""
     args = w.inputs()
-    want = w.fn(*args)
-    want = np.asarray(want)
+    want = np.asarray(w.fn(*args))
     row = {"workload": w.name, "title": w.title, "kind": w.kind,
            "shapes": [list(a.shape) for a in args],
            "bytes": int(sum(a.nbytes for a in args) + want.nbytes), "peers": {}}
     if w.kind == W.MATMUL:
         row["flops"] = W.mlp_flops(args)
+    ready = {}
     for p in peers:
         entry = row["peers"][p.name] = {}
-        try:
-            t0 = time.perf_counter()
-            fn = p.prepare(w, args)
-            got = fn()
-            entry["first_call_s"] = time.perf_counter() - t0
-            entry["max_rel_err"] = measure.check(p.to_numpy(got), want, f"{w.name}/{p.name}")
-            del got
-            entry.update(measure.time_calls(fn, repeat))
-        except Skip as e:
-            entry["skipped"] = str(e)
-        except measure.WrongResult as e:
-            entry["error"] = f"wrong result: {e}"
-        except Exception as e:  # a peer that breaks must not end the run
-            entry["error"] = f"{type(e).__name__}: {str(e)[:300]}"
-        if p.name == "halojit" and "median_s" in entry:
-            traced = p.traced
-            entry["kernels"] = len(traced.profile(*args))
-            if with_out and w.kind == W.MEMORY:
-                row["peers"]["halojit_out"] = _halojit_out(traced, args, want, w.name, repeat)
-            # the fixed cost of a call above its kernels: best wall time minus the
-            # kernels' best run times from the runtime's own per-kernel timers
-            prof = traced.profile(*args, repeat=max(3, repeat))
-            entry["kernel_s"] = sum(k["run_seconds"] for k in prof)
-            entry["overhead_s"] = entry["min_s"] - entry["kernel_s"]
+        fn = _first_call(entry, lambda: p.prepare(w, args), p.to_numpy, want, f"{w.name}/{p.name}")
+        if fn is not None:
+            ready[p.name] = fn
+        if p.name == "halojit" and fn is not None and with_out and w.kind == W.MEMORY:
+            traced, out = p.traced, np.empty(want.shape, want.dtype)
+
+            def run_out():
+                traced(*args, out=out)
+                return out
+            fn = _first_call(row["peers"].setdefault("halojit_out", {}), lambda: run_out,
+                             np.asarray, want, f"{w.name}/halojit out=")
+            if fn is not None:
+                ready["halojit_out"] = fn
+    try:
+        for name, stats in measure.time_interleaved(ready, repeat).items():
+            row["peers"][name].update(stats)
+    except Exception as e:  # a contender that breaks while timed: the row says so
+        row["error"] = f"timing failed: {type(e).__name__}: {str(e)[:300]}"
+    hj = row["peers"].get("halojit", {})
+    if "min_s" in hj:
+        traced = next(p for p in peers if p.name == "halojit").traced
+        # the fixed cost of a call above its kernels: best wall time minus the
+        # kernels' best run times from the runtime's own per-kernel timers
+        prof = traced.profile(*args, repeat=max(3, repeat))
+        hj["kernels"] = len(prof)
+        hj["kernel_s"] = sum(k["run_seconds"] for k in prof)
+        hj["overhead_s"] = hj["min_s"] - hj["kernel_s"]
     return row
 
 
-def _halojit_out(traced, args, want, name, repeat) -> dict:
-    out = np.empty(want.shape, want.dtype)
-    entry = {}
+def _first_call(entry: dict, prepare, to_numpy, want, what: str):
+    """Prepare and call once (timed: JIT compiles happen here), check against
+    numpy; the callable, or None with the reason recorded in ``entry``."""
     try:
-        traced(*args, out=out)
-        entry["max_rel_err"] = measure.check(out, want, f"{name}/halojit out=")
-        entry.update(measure.time_calls(lambda: traced(*args, out=out), repeat))
+        t0 = time.perf_counter()
+        fn = prepare()
+        got = fn()
+        entry["first_call_s"] = time.perf_counter() - t0
+        entry["max_rel_err"] = measure.check(to_numpy(got), want, what)
+        return fn
+    except Skip as e:
+        entry["skipped"] = str(e)
     except measure.WrongResult as e:
         entry["error"] = f"wrong result: {e}"
-    except Exception as e:
+    except Exception as e:  # a peer that breaks must not end the run
         entry["error"] = f"{type(e).__name__}: {str(e)[:300]}"
-    return entry
+    return None
 
 
 def run(sizes=("large", "small"), only=None, peers=None, repeat: int = 11,
