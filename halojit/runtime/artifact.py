@@ -19,6 +19,7 @@ import platform
 import struct
 import tempfile
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -284,6 +285,7 @@ def dump(tf, path, example_args, *, arg_names=None, output_names=None, test_vect
     from ..api import _arg_names
     from ..generators.build import compile_kernels
     from ..generators.compile import ensure_runtime, host_target
+    from ..generators.worker import _workers as _compile_workers
     from ..graph.fusion import group_graph, group_key, partition
     from ..graph.interpret import interpret
     from .cache import halide_version
@@ -346,9 +348,13 @@ def dump(tf, path, example_args, *, arg_names=None, output_names=None, test_vect
     blobs = _Blobs()
     runtime_target = host_target(chosen[-1].target)
     runtime_blob = blobs.add(ensure_runtime(runtime_target).read_bytes())
+    # Levels compile side by side (the worker pool is shared and thread-safe).
+    with ThreadPoolExecutor(max_workers=max(1, min(len(chosen), _compile_workers()))) as pool:
+        per_level = list(pool.map(
+            lambda lv: compile_kernels(kernel_groups, host_target(lv.target), tf.autoscheduler),
+            chosen))
     level_entries = []
-    for lv in chosen:
-        infos = compile_kernels(kernel_groups, host_target(lv.target), tf.autoscheduler)
+    for lv, infos in zip(chosen, per_level):
         level_entries.append({
             "name": lv.name, "target": str(host_target(lv.target)), "requires": list(lv.requires),
             "kernels": [{"name": info.fn_name, "blob": blobs.add(Path(info.so_path).read_bytes())}
