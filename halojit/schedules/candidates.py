@@ -25,8 +25,9 @@ RANDOM_SAMPLES = 256
 # template name -> (fits(graph), {param: values}); each grid starts at the defaults.
 TEMPLATE_GRIDS = {
     "RowReduce": (row_reduce_fits, {"vector": (16, 8, 32), "rows_per_task": (8, 1, 2, 4, 16, 32)}),
-    "Matmul": (matmul_fits, {"tile_m": (32, 16, 64), "tile_n": (64, 32, 128, 256),
-                             "vector": (16, 8), "unroll_k": (4, 1, 2, 8)}),
+    # tile_m: rows of the register block (templates.MAX_BLOCK_ROWS caps it)
+    "Matmul": (matmul_fits, {"tile_m": (8, 4, 6, 10, 12, 14), "tile_n": (64, 32, 128, 256, 512),
+                             "vector": (16, 8), "unroll_k": (1, 2, 4)}),
 }
 assert set(TEMPLATE_GRIDS) == set(TEMPLATES), "every template needs a tuning grid"
 

@@ -47,7 +47,8 @@ class CandidateResult:
 
     spec: ScheduleSpec
     status: str = SKIPPED
-    seconds: float | None = None       # median run time (confirmed time when re-timed)
+    seconds: float | None = None       # best run time, over the confirmation rounds too
+    median_s: float | None = None      # median run time of its first timing
     compile_s: float | None = None
     message: str = ""
 
@@ -221,7 +222,10 @@ def _group_values(graph, inputs, groups) -> list[tuple[list, list]]:
 
     def arr(n, prep):
         a = np.asarray(vals[n], dtype=n.dtype)
-        a = _prep_input(a) if prep else np.ascontiguousarray(a)
+        if prep:
+            a = _prep_input(a)
+        elif not a.flags.c_contiguous:  # (ascontiguousarray would make a 0-d array 1-d)
+            a = np.ascontiguousarray(a)
         return a.view(np.uint8) if a.dtype == np.bool_ else a
     return [([arr(n, True) for n in g.inputs], [arr(n, False) for n in g.outputs]) for g in groups]
 
@@ -388,6 +392,7 @@ class _GroupRun:
             return
         result.status = out["status"]
         result.seconds = out.get("seconds")
+        result.median_s = out.get("median")
         result.message += out.get("message", "")
         self.show()
 
@@ -414,9 +419,7 @@ class _GroupRun:
                     return
                 times[c.spec.key].append(out["seconds"])
         for c in top:
-            if times[c.spec.key]:  # first measurement plus the confirmations
-                ts = sorted(times[c.spec.key] + [c.seconds])
-                c.seconds = ts[len(ts) // 2]
+            c.seconds = min([c.seconds] + times[c.spec.key])
 
     def finish(self):
         """Pick the winner, install its kernel, record the group."""

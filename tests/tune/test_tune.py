@@ -214,3 +214,11 @@ def test_command_line_tune_list_export_import(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "halojit", "tune", "x.py:f", "--shapes", "3xa"],
                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode == 2 and "halojit tune:" in bad.stderr
+
+
+def test_a_scalar_output_group_is_checked_and_timed():
+    x = x_of(16, 16, seed=3)
+    report = tune_function(halojit.trace(funcs.total), [x], {}, budget_s=60,
+                           specs_for=lambda local, d: [d, make_spec("Li2018")])
+    (g,) = report.groups
+    assert [c.status for c in g.candidates] == [OK, OK], [c.message for c in g.candidates]
