@@ -22,7 +22,7 @@ from ..runtime.cache import halide_version, is_valid_so, kernel_dir
 from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, parse_autoscheduler
 
 # Bump when lowering changes what a cached kernel computes.
-CODEGEN_VERSION = "8"
+CODEGEN_VERSION = "9"
 # Output pooling: outputs of at least this size, this many blocks per output.
 POOL_MIN_BYTES = 1 << 20
 POOL_SLOTS = 2

@@ -14,6 +14,8 @@ import math
 import halide as hl
 import numpy as np
 
+from . import halide_math as M
+
 _HL_SCALAR = {
     "i": {8: hl.Int(8), 16: hl.Int(16), 32: hl.Int(32), 64: hl.Int(64)},
     "u": {8: hl.UInt(8), 16: hl.UInt(16), 32: hl.UInt(32), 64: hl.UInt(64)},
@@ -393,6 +395,16 @@ def _float_only(fn, other=None):
 LN2 = math.log(2.0)
 LN10 = math.log(10.0)
 
+
+def _vectorized_f32(name, other):
+    """float32 from halide_math (vectorized polynomials); other types ``other``."""
+    fast = (M.UNARY if name in M.UNARY else M.BINARY)[name]
+
+    def fn(*args):
+        return fast(*args) if args[0].type() == hl.Float(32) else other(*args)
+    return fn
+
+
 UNARY = {
     "negative": _negative,
     "positive": lambda a: a,
@@ -458,3 +470,9 @@ BINARY = {
     "hypot": _hypot,
     "copysign": _copysign,
 }
+
+# float32 transcendentals that Halide would lower to scalar libm calls
+for _name in M.UNARY:
+    UNARY[_name] = _vectorized_f32(_name, UNARY[_name])
+for _name in M.BINARY:
+    BINARY[_name] = _vectorized_f32(_name, BINARY[_name])
