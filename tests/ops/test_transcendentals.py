@@ -108,3 +108,45 @@ def test_float16_goes_through_float32():
         assert got.dtype == np.float16
         np.testing.assert_allclose(got.astype(np.float32), fn(x).astype(np.float32),
                                    rtol=1e-3, atol=1e-3)
+
+
+# -- constant powers ------------------------------------------------------------------
+POW_VALUES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 1e-20, 0.5, 1.5, -1.5, 3.0,
+                       -7.25, 1e12, 3e38, -3e38], np.float32)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("c", [0.5, -1.0, 1.0, 2.0, 3.0, 4.0, -2.0, 2.5])
+def test_constant_float_powers(dtype, c):
+    rng = np.random.default_rng(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # 3e38 overflows float16
+        x = np.concatenate([POW_VALUES, rng.uniform(-50, 50, 5000).astype(np.float32)]).astype(dtype)
+    f = halojit.trace(lambda a: a ** c)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = x ** c
+    got = f(x)
+    assert got.dtype == want.dtype
+    if c in (0.5, -1.0, 1.0, 2.0):  # numpy computes these with sqrt, reciprocal, ...: bit-exact
+        assert np.array_equal(got, want, equal_nan=True)
+        assert np.array_equal(np.signbit(got), np.signbit(want))
+    elif dtype == "float32":
+        assert np.max(ulp_distance(got, want)) <= 1
+    else:
+        np.testing.assert_allclose(got, want, rtol=2e-3 if dtype == "float16" else 1e-15)
+    if c != 2.5 and not (dtype == "float64" and c in (3.0, 4.0, -2.0)):  # float64 keeps pow
+        ops = f.lower(x).groups[0].ops
+        assert "power" not in ops, ops
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "uint16", "int64"])
+@pytest.mark.parametrize("c", [1, 2, 3, 4])
+def test_constant_int_powers_wrap_like_numpy(dtype, c):
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(4).integers(info.min, info.max, 2000, dtype=dtype, endpoint=True)
+    f = halojit.trace(lambda a: a ** c)
+    got = f(x)
+    assert got.dtype == x.dtype
+    assert np.array_equal(got, x ** c)
+    assert "power" not in f.lower(x).groups[0].ops
