@@ -245,7 +245,7 @@ def test_only_python_scalars(a, b, opt_level):
         assert_same(g, w)
 
 
-def test_not_yet_available_features_say_so():
+def test_tune_needs_compiled_kernels():
     f = halojit.trace(lambda x: x + 1, opt_level=1)
-    with pytest.raises(halojit.UnsupportedError, match="not implemented"):
+    with pytest.raises(halojit.UnsupportedError, match="only the Halide backend at opt_level 3"):
         f.tune(np.ones(2))
