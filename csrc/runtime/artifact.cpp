@@ -131,19 +131,12 @@ std::string join(const std::vector<std::string> &items, const char *sep = ", ") 
 std::string spec_text(const std::vector<TensorSpec> &specs) {
     std::vector<std::string> parts;
     for (const auto &t : specs) {
-        std::string shape = "(";
-        for (size_t i = 0; i < t.shape.size(); i++) shape += (i ? ", " : "") + std::to_string(t.shape[i]);
-        shape += t.shape.size() == 1 ? ",)" : ")";
-        parts.push_back(t.name + ": " + dtype_name(t.dtype) + shape);
+        parts.push_back(t.name + ": " + dtype_name(t.dtype) + shape_text(t.shape.data(), static_cast<int>(t.shape.size())));
     }
     return join(parts);
 }
 
-std::string view_text(const ArrayView &v) {
-    std::string shape = "(";
-    for (int i = 0; i < v.ndim; i++) shape += (i ? ", " : "") + std::to_string(v.shape[i]);
-    return dtype_name(v.dtype) + shape + (v.ndim == 1 ? ",)" : ")");
-}
+std::string view_text(const ArrayView &v) { return dtype_name(v.dtype) + shape_text(v.shape, v.ndim); }
 
 bool matches(const TensorSpec &spec, const ArrayView &v) {
     if (!dtype_compatible(spec.dtype, v.dtype) || static_cast<size_t>(v.ndim) != spec.shape.size()) return false;

@@ -28,12 +28,6 @@ namespace {
 
 constexpr size_t kAlign = 64;
 
-std::string shape_str(const int64_t *shape, int ndim) {
-    std::string s = "(";
-    for (int i = 0; i < ndim; i++) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + (ndim == 1 ? ",)" : ")");
-}
-
 std::string describe(DType t, int ndim) {
     return dtype_name(t) + " with " + std::to_string(ndim) + (ndim == 1 ? " dim" : " dims");
 }
@@ -183,9 +177,9 @@ void Plan::run(const ArrayView *inputs, size_t n_inputs, const ArrayView *output
             for (int a = 0; same && a < v.ndim; a++) same = spec.shape[a] == v.shape[a];
             if (!same) {
                 throw Error(ErrorKind::Value, name_of(b) + ": expected shape " +
-                                                  shape_str(spec.shape.data(), static_cast<int>(spec.shape.size())) +
+                                                  shape_text(spec.shape.data(), static_cast<int>(spec.shape.size())) +
                                                   " " + dtype_name(spec.dtype) + ", got shape " +
-                                                  shape_str(v.shape, v.ndim) + " " + dtype_name(v.dtype));
+                                                  shape_text(v.shape, v.ndim) + " " + dtype_name(v.dtype));
             }
         }
         detail::to_halide_buffer(v, name_of(b), &bufs[b], dims.data() + dim_at);

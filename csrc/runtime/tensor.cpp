@@ -13,12 +13,6 @@ namespace {
 
 constexpr size_t kAlign = 64;
 
-std::string shape_text(const int64_t *shape, int ndim) {
-    std::string s = "(";
-    for (int i = 0; i < ndim; i++) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + (ndim == 1 ? ",)" : ")");
-}
-
 // Calls fn(offset_a, offset_b, flat_index) for every element, in C order.
 template <typename Fn>
 void for_each_element(int ndim, const int64_t *shape, const int64_t *strides_a, const int64_t *strides_b, Fn fn) {
@@ -90,6 +84,12 @@ double load_float(const uint8_t *p, DType t) {
 }
 
 }  // namespace
+
+std::string shape_text(const int64_t *shape, int ndim) {
+    std::string s = "(";
+    for (int i = 0; i < ndim; i++) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + (ndim == 1 ? ",)" : ")");
+}
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
     strides_.resize(shape_.size());

@@ -56,6 +56,9 @@ struct DType {
 std::string dtype_name(DType t);
 DType dtype_from_name(const std::string &name);
 
+// A numpy-style shape: "(4, 1024)", "(3,)", "()".
+std::string shape_text(const int64_t *shape, int ndim);
+
 // True when an array of `given` may be passed where a kernel expects
 // `expected`: equal types, or one-byte booleans (numpy bool / uint8) for a
 // kernel argument of Halide Bool (uint1) or UInt(8).
