@@ -7,7 +7,7 @@ import struct
 
 import numpy as np
 import pytest
-from conftest import read_parts, rewrite
+from artifact_helpers import read_parts, rewrite
 
 import halojit
 from halojit.errors import ArtifactError

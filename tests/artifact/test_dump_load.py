@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from conftest import model, model_args, run_python, softmax
+from artifact_helpers import model, model_args, run_python, softmax
 
 import halojit
 from halojit import _rt
