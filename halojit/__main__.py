@@ -84,7 +84,7 @@ def cmd_info(args) -> int:
     print(f"numpy        {np.__version__}")
     print(f"python       {sys.version.split()[0]}")
     print(f"host target  {hl.get_host_target()}")
-    print(f"targets      host, host-cuda, or any Halide target string")
+    print("targets      host, host-cuda, or any Halide target string")
     print(f"backend      {cfg.backend} (HALOJIT_BACKEND)")
     print(f"autoscheduler Adams2019 (parallelism={default_parallelism()}); "
           f"available: {', '.join(sorted(SCHEDULERS))}")
@@ -95,6 +95,10 @@ def cmd_info(args) -> int:
     try:
         from halojit import _rt
         print(f"runtime      halojit._rt {_rt.version()}")
+        from halojit.runtime.artifact import LEVELS
+        runs = [n for n, lv in LEVELS.items() if all(_rt.cpu_has_feature(f) for f in lv.requires)]
+        print(f"artifacts    format {_rt.ARTIFACT_FORMAT}; levels this CPU runs: "
+              f"{', '.join(runs) or 'none'}; C++ package: halojit --cmake-dir")
     except ImportError as e:
         print(f"runtime      not built ({e})")
     return 0
