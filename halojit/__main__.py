@@ -4,7 +4,6 @@ cache clear; ``--cmake-dir`` tells C++ projects where the embedding package is."
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import time
