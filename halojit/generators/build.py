@@ -22,7 +22,12 @@ from ..runtime.cache import halide_version, is_valid_so, kernel_dir
 from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, parse_autoscheduler
 
 # Bump when lowering changes what a cached kernel computes.
-CODEGEN_VERSION = "9"
+CODEGEN_VERSION = "10"
+# Groups whose values all have fewer elements are scheduled without parallel
+# loops: waking the thread pool costs more than it saves. Medians, 2-core VM,
+# kernel us, parallel / serial: softmax (16,1024) 22.6 / 18.6, (32,1024)
+# 22.6 / 26.1; chain (16K) 9.4 / 9.1, (32K) 13.0 / 17.3.
+SERIAL_MAX_ELEMENTS = 1 << 15
 # Output pooling: outputs of at least this size, this many blocks per output.
 POOL_MIN_BYTES = 1 << 20
 POOL_SLOTS = 2
@@ -82,6 +87,9 @@ def default_spec(local: Graph) -> ScheduleSpec:
     from ..schedules.templates import matmul_fits
     if matmul_fits(local):
         return make_spec("Matmul")
+    if max((n.aval.size for n in local.nodes), default=0) < SERIAL_MAX_ELEMENTS:
+        # Adams2019 believing in one core schedules no parallel loop
+        return make_spec("Adams2019", {"parallelism": "1"})
     return make_spec("Adams2019")
 
 
@@ -151,11 +159,14 @@ def compile_kernels(groups: list[Group], target, autoscheduler=None) -> list[Ker
     return infos
 
 
+_BOOL = np.dtype(np.bool_)
+
+
 def _prep_input(x: np.ndarray) -> np.ndarray:
     """A view Halide can read: unit stride on the last axis, bool as uint8."""
     if x.ndim and x.shape[-1] > 1 and x.strides[-1] != x.itemsize:
         x = np.ascontiguousarray(x)
-    if x.dtype == np.bool_:
+    if x.dtype is _BOOL:  # builtin dtypes are singletons; == np.bool_ costs a conversion
         x = x.view(np.uint8)
     return x
 
@@ -197,7 +208,17 @@ class HalideExecutor:
                  for k, info in enumerate(kernels)]
         self.plan = _rt.Plan(rt_kernels, steps, buffers, n_inputs, len(self.out_nodes))
         self._out_specs = [(o.shape, o.dtype) for o in self.out_nodes]
+        self._out_nbytes = [o.aval.size * o.dtype.itemsize for o in self.out_nodes]
+        self._out_bool = any(o.dtype == np.bool_ for o in self.out_nodes)
         self._out_pos = [graph.outputs.index(o) for o in self.out_nodes]
+        # every output a distinct kernel-written array, in order: __call__
+        # returns the arrays it allocated (api skips its freshness checks)
+        self.fresh_outputs = list(graph.outputs) == self.out_nodes
+        # per input (the avals are fixed per executor): whether the last axis
+        # may need a contiguous copy, its itemsize, whether bool -> uint8
+        self._in_info = [(node.aval.ndim > 0 and node.shape[-1] > 1, node.dtype.itemsize,
+                          node.dtype == np.bool_) for node in graph.inputs]
+        self._small_out = [nbytes < POOL_MIN_BYTES for nbytes in self._out_nbytes]
         self._pools = [[] for _ in self.out_nodes]
         self._pool_lock = threading.Lock()
         self._ids = ids
@@ -212,7 +233,7 @@ class HalideExecutor:
         live output or view of it holds a reference (views keep the owner).
         """
         shape, dtype = self._out_specs[k]
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = self._out_nbytes[k]
         if nbytes < POOL_MIN_BYTES:
             return np.empty(shape, dtype)
         pool = self._pools[k]
@@ -237,10 +258,21 @@ class HalideExecutor:
         return self._alloc(k)
 
     def __call__(self, inputs, given=None):
-        ins = [_prep_input(x) for x in inputs] + self.consts
-        outs = [self._target(k, given, ins) for k in range(len(self._out_specs))]
-        self.plan.run(ins, [o.view(np.uint8) if o.dtype == np.bool_ else o for o in outs],
-                      self.profile)
+        ins = []
+        for x, (check, itemsize, is_bool) in zip(inputs, self._in_info):
+            if check and x.strides[-1] != itemsize:
+                x = np.ascontiguousarray(x)
+            ins.append(x.view(np.uint8) if is_bool else x)
+        ins += self.consts
+        if given is None:
+            outs = [np.empty(*self._out_specs[k]) if small else self._alloc(k)
+                    for k, small in enumerate(self._small_out)]
+        else:
+            outs = [self._target(k, given, ins) for k in range(len(self._out_specs))]
+        self.plan.run(ins, [o.view(np.uint8) if o.dtype == np.bool_ else o for o in outs]
+                      if self._out_bool else outs, self.profile)
+        if self.fresh_outputs:
+            return outs
         by_node = dict(zip(self.out_nodes, outs))
         results = []
         for o in self.graph.outputs:

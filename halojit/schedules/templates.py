@@ -133,6 +133,10 @@ def matmul_block(params, itemsize: int = 4) -> int:
     return 2 * _int(params, "vector") * 4 // itemsize
 
 
+# Below this many flops a matmul runs serially (a thread pool wake-up costs
+# about 5-10 us, a core does ~100 GFLOP/s).
+SERIAL_MAX_FLOPS = 1 << 21
+
 # Largest register block: rows x 2 vectors of accumulators, plus the 2 B
 # vectors and a broadcast A value, in AVX-512's 32 registers.
 MAX_BLOCK_ROWS = 14
@@ -190,7 +194,10 @@ def apply_matmul(lowered, params) -> str:
     chunks = min(-(-m // rows), -(-want // panels)) if panels < want else 1
     lines = [f"{out.name()}.split(x, xo, xi, {panel}).split(xi, xi, xii, {block})"
              f".split(y, yo, yi, {rows}).reorder(xii, yi, xi, yo, xo)"]
-    if chunks > 1:
+    if 2 * m * n * mm.in_shape[-1] < SERIAL_MAX_FLOPS:  # less work than a pool wake-up
+        anchor = xo
+        lines.append("    # serial: small")
+    elif chunks > 1:
         yoo = hl.Var("yoo")
         blocks = -(-m // rows)
         out.split(yo, yoo, yo, -(-blocks // chunks), guard)
