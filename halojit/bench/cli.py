@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -23,6 +24,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeat", type=int, default=11, help="warm runs per timing (default 11)")
     p.add_argument("--no-compile", action="store_true",
                    help="skip the cold/warm compile times measured in new processes")
+    p.add_argument("--wait-quiet", type=float, default=None, metavar="LOAD",
+                   help="first wait (at most 30 min) until the 1-minute load average is "
+                        "below LOAD: a shared machine's neighbours skew timings")
     p.add_argument("--out", default=None,
                    help="folder for results.json and speedup.png (default bench/results when "
                         "./bench exists, else ./halojit-bench)")
@@ -40,6 +44,8 @@ def main(argv=None, args=None) -> int:
         peers = [p for p in peers if p.name in keep]
     out = Path(args.out) if args.out else (Path("bench/results") if Path("bench").is_dir()
                                            else Path("halojit-bench"))
+    if args.wait_quiet is not None:
+        _wait_quiet(args.wait_quiet)
     t0 = time.perf_counter()
     result = run(sizes=sizes, only=args.only, peers=peers, repeat=args.repeat,
                  compile_times=not args.no_compile,
@@ -56,3 +62,10 @@ def main(argv=None, args=None) -> int:
     print(f"\nwrote {out / 'results.json'}" + (f" and {png}" if png else
                                                 " (no plot: matplotlib not installed)"))
     return 0
+
+
+def _wait_quiet(load: float, limit_s: float = 1800.0) -> None:
+    deadline = time.monotonic() + limit_s
+    while os.getloadavg()[0] >= load and time.monotonic() < deadline:
+        print(f"# waiting for load < {load} (now {os.getloadavg()[0]:.2f})", flush=True)
+        time.sleep(15)
