@@ -20,7 +20,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--only", nargs="+", metavar="WORKLOAD",
                    choices=[w.name for w in workloads("tiny")], help="workloads to run")
     p.add_argument("--peers", nargs="+", metavar="PEER", choices=PEER_NAMES,
-                   help=f"contenders (default all installed: {', '.join(PEER_NAMES)})")
+                   help="peers to run besides numpy and halojit (default all installed: "
+                        f"{', '.join(PEER_NAMES[2:])})")
     p.add_argument("--repeat", type=int, default=11, help="warm runs per timing (default 11)")
     p.add_argument("--no-compile", action="store_true",
                    help="skip the cold/warm compile times measured in new processes")
@@ -40,7 +41,7 @@ def main(argv=None, args=None) -> int:
     sizes = ("large", "small") if args.size == "both" else (args.size,)
     peers = default_peers()
     if args.peers:
-        keep = set(args.peers) | {"numpy"}  # numpy is the reference
+        keep = set(args.peers) | {"numpy", "halojit"}  # the reference and the subject
         peers = [p for p in peers if p.name in keep]
     out = Path(args.out) if args.out else (Path("bench/results") if Path("bench").is_dir()
                                            else Path("halojit-bench"))

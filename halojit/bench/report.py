@@ -306,8 +306,10 @@ def plot(result: dict, path) -> str | None:
     except ImportError:
         return None
     sizes = list(result["sizes"])
-    fig, axes = plt.subplots(1, len(sizes), figsize=(7 * len(sizes), 4.5), squeeze=False)
     names = [c for c in columns(result) if c != "numpy"]
+    if not sizes or not names:
+        return None
+    fig, axes = plt.subplots(1, len(sizes), figsize=(7 * len(sizes), 4.5), squeeze=False)
     for ax, size in zip(axes[0], sizes):
         rows = result["sizes"][size]["rows"]
         width = 0.8 / len(names)
