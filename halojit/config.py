@@ -22,6 +22,8 @@ ENV_VARS = {
     "HALOJIT_LOG": ("0", "1 logs every compile and cache miss (with its reason) to stderr"),
     "HALOJIT_NUM_THREADS": ("0", "threads of the one kernel thread pool; 0 = one per core"),
     "HALOJIT_STRICT_FLOAT": ("1", "0 lets Halide use fast-math (faster, not bit-faithful to numpy)"),
+    "HALOJIT_FAST_MATH": ("0", "1: float32 transcendentals as float32 polynomials and no strict_float "
+                               "(faster; a few ulp, no NaN/inf/huge-argument guarantees)"),
 }
 
 
@@ -33,6 +35,7 @@ class Config:
     log: bool
     num_threads: int
     strict_float: bool
+    fast_math: bool = False
 
 
 def _parse_backend(raw: str) -> str:
@@ -65,4 +68,5 @@ def get_config() -> Config:
         log=env.get("HALOJIT_LOG", "0").strip() not in ("", "0", "false", "no"),
         num_threads=_parse_int("HALOJIT_NUM_THREADS", env.get("HALOJIT_NUM_THREADS", "0")),
         strict_float=env.get("HALOJIT_STRICT_FLOAT", "1").strip() not in ("0", "false", "no"),
+        fast_math=env.get("HALOJIT_FAST_MATH", "0").strip() not in ("", "0", "false", "no"),
     )

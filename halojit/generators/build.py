@@ -22,7 +22,7 @@ from ..runtime.cache import halide_version, is_valid_so, kernel_dir
 from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, parse_autoscheduler
 
 # Bump when lowering changes what a cached kernel computes.
-CODEGEN_VERSION = "10"
+CODEGEN_VERSION = "11"
 # Groups whose values all have fewer elements are scheduled without parallel
 # loops: waking the thread pool costs more than it saves. Medians, 2-core VM,
 # kernel us, parallel / serial: softmax (16,1024) 22.6 / 18.6, (32,1024)
@@ -102,8 +102,11 @@ def tuned_spec(local: Graph, target) -> ScheduleSpec | None:
 def kernel_name(local: Graph, spec: ScheduleSpec, target) -> str:
     from .. import __version__
     h = hashlib.blake2b(digest_size=12)
-    for part in (group_key(local), spec.key, str(target), halide_version(), __version__,
-                 CODEGEN_VERSION):
+    parts = (group_key(local), spec.key, str(target), halide_version(), __version__,
+             CODEGEN_VERSION)
+    if get_config().fast_math:  # the lowering differs, not only the target
+        parts += ("fast_math",)
+    for part in parts:
         h.update(part.encode())
         h.update(b"|")
     return "hj_" + h.hexdigest()
@@ -139,6 +142,7 @@ def compile_kernels(groups: list[Group], target, autoscheduler=None) -> list[Ker
             continue
         by_name[fn] = len(requests)
         requests.append({"graph": local, "fn_name": fn, "target": str(target),
+                         "fast_math": get_config().fast_math,
                          "specs": fallback_chain(spec), "out_dir": str(out_dir)})
         _log(f"kernel {fn} ({len(g.nodes)} ops: {', '.join(n.op for n in g.nodes[:6])}"
              f"{'...' if len(g.nodes) > 6 else ''}): compiling ({spec})")

@@ -79,7 +79,8 @@ class CompiledKernel:
 def host_target(target_str: str = "host") -> hl.Target:
     """The kernel target for ``target_str`` ("host", "host-cuda", any Halide
     target string): adds ``no_runtime`` (kernels share one runtime) and
-    ``strict_float`` unless HALOJIT_STRICT_FLOAT=0. Asserts stay on."""
+    ``strict_float`` unless HALOJIT_STRICT_FLOAT=0 or HALOJIT_FAST_MATH=1.
+    Asserts stay on."""
     text = target_str.strip() or "host"
     if not hl.Target.validate_target_string(text):
         raise CompileError(
@@ -87,7 +88,8 @@ def host_target(target_str: str = "host") -> hl.Target:
             f"'x86-64-linux-avx2' (arch-bits-os-features; see Halide's Target docs)."
         )
     target = hl.Target(text).with_feature(hl.TargetFeature.NoRuntime)
-    if get_config().strict_float:
+    cfg = get_config()
+    if cfg.strict_float and not cfg.fast_math:
         target = target.with_feature(hl.TargetFeature.StrictFloat)
     return target
 

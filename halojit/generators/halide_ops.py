@@ -14,6 +14,7 @@ import math
 import halide as hl
 import numpy as np
 
+from . import halide_fastmath as FM
 from . import halide_math as M
 
 _HL_SCALAR = {
@@ -476,3 +477,14 @@ for _name in M.UNARY:
     UNARY[_name] = _vectorized_f32(_name, UNARY[_name])
 for _name in M.BINARY:
     BINARY[_name] = _vectorized_f32(_name, BINARY[_name])
+
+
+def _fast_f32(fast, other):
+    def fn(*args):
+        return fast(*args) if args[0].type() == hl.Float(32) else other(*args)
+    return fn
+
+
+# HALOJIT_FAST_MATH=1: float32 polynomials (halide_fastmath), others as above
+FAST_UNARY = dict(UNARY, **{k: _fast_f32(f, UNARY[k]) for k, f in FM.UNARY.items()})
+FAST_BINARY = dict(BINARY, **{k: _fast_f32(f, BINARY[k]) for k, f in FM.BINARY.items()})

@@ -63,9 +63,10 @@ class Lowerer:
     """Builds the Halide algorithm of one local graph."""
 
     def __init__(self, graph: Graph, name: str, matmul_block: int | None = None,
-                 strict_wrap: bool = False):
+                 strict_wrap: bool = False, fast_math: bool = False):
         self.graph = graph
         self.name = name
+        self.fast_math = fast_math  # HALOJIT_FAST_MATH: halide_fastmath's float32 functions
         # lanes of a packed-B column block when the Matmul template schedules
         # this group (lower_matmul_blocked), else None
         self.matmul_block = matmul_block
@@ -154,7 +155,7 @@ class Lowerer:
         if node.op == "power" and node.dtype.kind in "iu":
             return lower_int_power(self, node, operands)
         if opdef.trait == ELEMENTWISE:
-            return lower_elementwise(node, operands)
+            return lower_elementwise(node, operands, self.fast_math)
         fn = LOWER.get(node.op)
         if fn is None:
             raise UnsupportedError(f"no Halide lowering for op {node.op!r}")
@@ -162,7 +163,7 @@ class Lowerer:
 
 
 # -- elementwise -----------------------------------------------------------------------
-def lower_elementwise(node: Node, operands) -> Lazy:
+def lower_elementwise(node: Node, operands, fast_math: bool = False) -> Lazy:
     shape, out_dt = node.shape, node.dtype
     if node.op == "astype":
         (a,) = operands
@@ -173,7 +174,10 @@ def lower_elementwise(node: Node, operands) -> Lazy:
         return Lazy(shape, out_dt, lambda idx: hl.select(
             c.at(bcast_index(idx, c.shape)), a.at(bcast_index(idx, a.shape)),
             b.at(bcast_index(idx, b.shape))))
-    table = H.UNARY if len(operands) == 1 else H.BINARY
+    if fast_math:
+        table = H.FAST_UNARY if len(operands) == 1 else H.FAST_BINARY
+    else:
+        table = H.UNARY if len(operands) == 1 else H.BINARY
     fn = table[node.op]
     round16 = out_dt == np.float16
 
@@ -582,7 +586,8 @@ class LoweredGroup:
     target: object = None  # the target to compile for when not the requested one
 
 
-def lower_group(graph: Graph, name: str, spec=None, target=None) -> LoweredGroup:
+def lower_group(graph: Graph, name: str, spec=None, target=None,
+                fast_math: bool = False) -> LoweredGroup:
     """The group's algorithm. ``spec`` (a ScheduleSpec) and ``target`` (the
     kernel's hl.Target) matter for the Matmul template only, whose
     algorithm packs B and whose kernel drops strict_float for FMA (see
@@ -594,7 +599,7 @@ def lower_group(graph: Graph, name: str, spec=None, target=None) -> LoweredGroup
             mm = next(n for n in graph.nodes if n.op == "matmul")
             block = matmul_block(dict(spec.params), mm.dtype.itemsize)
             wrap = target is not None and target.has_feature(hl.TargetFeature.StrictFloat)
-    lw = Lowerer(graph, name, block, wrap)
+    lw = Lowerer(graph, name, block, wrap, fast_math)
     pipeline, params, outputs = lw.lower()
     lowered = LoweredGroup(pipeline, params, outputs, lw.stages, graph)
     if wrap:

@@ -65,7 +65,7 @@ def compile_group(request: dict) -> dict:
     t0 = time.perf_counter()
     for spec in request["specs"]:
         try:
-            lowered = lower_group(graph, fn_name, spec, target)
+            lowered = lower_group(graph, fn_name, spec, target, request.get("fast_math", False))
             set_estimates(lowered.params, lowered.outputs,
                           [i.shape for i in graph.inputs], [o.shape for o in graph.outputs])
             t_sched = time.perf_counter()

@@ -150,3 +150,26 @@ def test_constant_int_powers_wrap_like_numpy(dtype, c):
     assert got.dtype == x.dtype
     assert np.array_equal(got, x ** c)
     assert "power" not in f.lower(x).groups[0].ops
+
+
+# -- HALOJIT_FAST_MATH ---------------------------------------------------------------
+# name -> (input range, max ulp vs numpy measured in fast-math mode, README table)
+FAST = {"sin": ((-100, 100), 16), "cos": ((-100, 100), 16), "tan": ((-1.5, 1.5), 8),
+        "arctan": ((-50, 50), 8), "arcsin": ((-1, 1), 8), "sinh": ((-20, 20), 8),
+        "cosh": ((-20, 20), 8), "exp2": ((-50, 50), 8), "expm1": ((-5, 5), 8),
+        "log2": ((1e-3, 100), 8), "log10": ((1e-3, 100), 8), "log1p": ((-0.9, 10), 8),
+        "exp": ((-50, 50), 8), "log": ((1e-3, 100), 8)}
+
+
+@pytest.mark.parametrize("name", sorted(FAST))
+def test_fast_math_mode(name, monkeypatch):
+    (lo, hi), bound = FAST[name]
+    x = np.random.default_rng(9).uniform(lo, hi, 20000).astype(np.float32)
+    fn = getattr(np, name)
+    monkeypatch.setenv("HALOJIT_FAST_MATH", "1")
+    f = halojit.trace(lambda a: fn(a))
+    got = f(x)
+    assert np.max(ulp_distance(got, fn(x))) <= bound
+    fast_kernel = f.lower(x).groups[0].kernel
+    monkeypatch.setenv("HALOJIT_FAST_MATH", "0")
+    assert halojit.trace(lambda a: fn(a)).lower(x).groups[0].kernel != fast_kernel
