@@ -255,12 +255,24 @@ def _f64(fn):
     return wrapped
 
 
+# Halide's float32 exp builds 2**k from clamped exponent bits: results below
+# FLT_MIN (x < -87.34) flush to 0 where numpy returns subnormals. There,
+# exp(x) = exp(x + 32 * LN2_HI) * exp(-32 * LN2_HI): the add is exact (LN2_HI
+# is the 14-bit first part Halide's own reduction uses) and the product
+# rounds once into the subnormal range.
+_EXP_TINY = -87.33654
+_LN2_HI = 0.693145751953125
+_EXP_SCALE = 2.0 ** -32 * math.exp(32 * (math.log(2.0) - _LN2_HI))
+
+
 def _exp(a):
-    # Halide's float32 exp returns 0 for NaN and +inf (measured, strict_float
-    # too); float64 exp is IEEE-faithful.
-    r = hl.exp(a)
+    # Halide's float32 exp also returns 0 for NaN and +inf (measured,
+    # strict_float too); float64 exp is IEEE-faithful.
     if a.type() != hl.Float(32):
-        return r
+        return hl.exp(a)
+    tiny = a < hl.f32(_EXP_TINY)
+    r = hl.exp(hl.select(tiny, a + hl.f32(32 * _LN2_HI), a))
+    r = hl.select(tiny, r * hl.f32(_EXP_SCALE), r)
     inf = hl.f32(float("inf"))
     return hl.select(hl.is_nan(a), a, hl.select(a > hl.f32(88.72284), inf, r))
 

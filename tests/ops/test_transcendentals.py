@@ -63,7 +63,8 @@ def _check(fn, args):
 
 
 UNARY = ["sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh",
-         "arccosh", "arctanh", "exp2", "expm1", "log2", "log10", "log1p", "cbrt"]
+         "arccosh", "arctanh", "exp2", "expm1", "log2", "log10", "log1p", "cbrt",
+         "exp", "log", "tanh"]
 
 
 @pytest.mark.parametrize("name", UNARY)
