@@ -260,6 +260,8 @@ class _GroupRun:
         self.executor, self.batch = executor, max(2, 2 * n_workers)
         self.tmp, self.runtime, self.values = tmp, runtime, values
         self.share_deadline, self.deadline = share_deadline, deadline
+        self.share = max(0.0, share_deadline - time.monotonic())
+        self.reserve = 0.0
         self.bar, self.label = bar, label
         default = default_spec(local)
         self.report = GroupReport(
@@ -312,14 +314,16 @@ class _GroupRun:
             self.report.note = f"could not start the timing process: {e}"
             return self.finish()
         queue = list(self.specs)
+        self.reserve = 0.0
         try:
-            while queue and self.left() > 0:
+            while queue and self.left() - self.reserve > 0:
                 batch, queue = queue[:self.batch], queue[self.batch:]
                 self.compile_batch(batch)
                 for spec in batch:
-                    if self.left() <= 0 and spec.key != self.report.default.key:
+                    if self.left() - self.reserve <= 0 and spec.key != self.report.default.key:
                         break
                     self.time_one(spec)
+                    self.reserve = self.confirm_cost()
                 self.show()
             self.stopped = bool(queue)  # candidates left untried: the budget ended the group
             self.confirm()
@@ -329,7 +333,7 @@ class _GroupRun:
 
     def compile_batch(self, batch):
         from ..runtime.cache import is_valid_so, kernel_dir
-        futures = {}
+        futures, longest = {}, 0.0
         for spec in batch:
             fn = self.fn_name(spec)
             cached = kernel_dir(self.target) / f"{fn}.so"
@@ -341,15 +345,19 @@ class _GroupRun:
                     used = spec.key
                 self.compiled[spec.key] = {"status": OK, "compile_s": 0.0, "used": used}
                 continue
-            timeout = min(COMPILE_TIMEOUT_S, max(1.0, self.left(share=False)))
+            # the default may use the whole budget; others only the share's candidate time
+            left = (self.left(share=False) if spec == self.report.default
+                    else self.left() - self.reserve)
+            timeout = min(COMPILE_TIMEOUT_S, max(1.0, left))
             request = {"graph": self.local, "fn_name": fn, "target": str(self.target),
                        "spec": spec, "timeout_s": timeout}
             if spec == self.report.default:  # the baseline is what a compile would give
                 request["specs"] = fallback_chain(spec)
             futures[self.executor.submit(compile_candidate, request)] = spec
+            longest = max(longest, timeout)
         if not futures:
             return
-        done, pending = cf.wait(futures, timeout=max(1.0, self.left(share=False)) + 5.0)
+        done, pending = cf.wait(futures, timeout=longest + 5.0)
         for fut in pending:
             fut.cancel()
             spec = futures[fut]
@@ -395,6 +403,13 @@ class _GroupRun:
         result.median_s = out.get("median")
         result.message += out.get("message", "")
         self.show()
+
+    def confirm_cost(self) -> float:
+        """Seconds to keep for the confirmation rounds (at most a quarter of the share)."""
+        base = self.results.get(self.report.default.key)
+        t = base.seconds if base is not None and base.seconds else 0.01
+        per_call = max(0.3, 5 * t) + t + 0.02  # the timer's 5-25 runs, at least 0.3 s
+        return min(CONFIRM_ROUNDS * (CONFIRM_TOP + 1) * per_call, 0.25 * self.share)
 
     def confirm(self):
         """Re-time the default and the fastest candidates, interleaved."""

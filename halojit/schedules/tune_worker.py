@@ -136,8 +136,10 @@ class _Bench:
             _rt.load_runtime(req["runtime"])
             if req.get("threads"):
                 _rt.set_num_threads(req["threads"])
-        self.inputs = req["inputs"]
-        self.expected = req["expected"]
+        # Fresh, writable numpy-owned copies, as a user's arrays are (unpickled
+        # arrays are views of the pickle's buffer).
+        self.inputs = [np.array(a, copy=True) for a in req["inputs"]]
+        self.expected = [np.array(a, copy=True) for a in req["expected"]]
         self.outs = [np.empty_like(e) for e in self.expected]
         return {}
 
