@@ -178,12 +178,11 @@ def _array_key(args):
 
 
 def _fast_entry(spec):
-    """What the fast path keeps: (executor, unflatten) when the executor
-    returns fresh arrays of rank >= 1, else the spec (for ``_run_fast``)."""
+    """What the fast path keeps: (executor, unflatten, spec, simple); simple
+    when the executor returns fresh arrays of rank >= 1 (nothing to post-process)."""
     ex = spec.executor
-    if getattr(ex, "fresh_outputs", False) and all(o.aval.ndim for o in spec.graph.outputs):
-        return ex, spec.treedef.unflatten
-    return spec
+    simple = getattr(ex, "fresh_outputs", False) and all(o.aval.ndim for o in spec.graph.outputs)
+    return ex, spec.treedef.unflatten, spec, simple
 
 
 # -- the traced function ----------------------------------------------------------------
@@ -268,17 +267,17 @@ class TracedFunction:
         ctx = _tracer.current()
         if ctx is not None:  # called inside another trace: inline
             return self.fn(*args, **kwargs)
-        if out is None and not kwargs and self._cache.fast:
+        if not kwargs and self._cache.fast:
             try:  # plain ndarrays of a seen shape and dtype: ~2.5 us to the kernels
                 fast = self._cache.fast.get(tuple(map(_type_shape_dtype, args)))
             except AttributeError:  # a Python scalar, a list
                 fast = None
             if fast is not None:
                 self._stats["hits"] += 1
-                if type(fast) is tuple:
-                    executor, unflatten = fast
+                executor, unflatten, spec, simple = fast
+                if out is None and simple:
                     return unflatten(executor(args))
-                return self._run_fast(fast, list(args))
+                return self._run_fast(spec, list(args), out)
         converted = self._convert(args)
         values = [v for v, _ in converted]
         avals = [a for _, a in converted]
@@ -344,9 +343,12 @@ class TracedFunction:
             results = spec.executor(inputs)
         return self._finish(spec, results, values, out)
 
-    def _run_fast(self, spec: Specialization, values):
+    def _run_fast(self, spec: Specialization, values, out=None):
         """_run for plain ndarray arguments of a cached shape, no bindings, no
-        weak scalars, no out=: nothing left to validate."""
+        weak scalars: only ``out=`` is left to validate."""
+        if out is not None:
+            results = spec.executor(values, _check_out(out, spec.graph.outputs, self.__name__))
+            return self._finish(spec, results, values, out)
         results = spec.executor(values)
         if not getattr(spec.executor, "fresh_outputs", False):
             results = _fresh_all(results, values)
