@@ -60,11 +60,13 @@ def db_path() -> Path:
 
 
 def versions() -> str:
-    """What a recorded recipe depends on besides the group and the target."""
+    """What a recorded recipe depends on besides the group and the target
+    (HALOJIT_FAST_MATH changes the lowering, as kernel names know)."""
     from .. import __version__
     from ..generators.build import CODEGEN_VERSION
     from ..runtime.cache import halide_version
-    return f"halide={halide_version()};halojit={__version__};codegen={CODEGEN_VERSION}"
+    fast = ";fast_math" if getattr(get_config(), "fast_math", False) else ""
+    return f"halide={halide_version()};halojit={__version__};codegen={CODEGEN_VERSION}{fast}"
 
 
 def record_key(group_key: str, target: str, vers: str | None = None) -> str:

@@ -81,3 +81,9 @@ def test_import_refuses_a_foreign_file(cache, tmp_path):
     bad.write_text("{")
     with pytest.raises(HalojitError, match="cannot read"):
         tunedb.import_json(bad)
+
+
+def test_fast_math_records_are_kept_apart(cache, monkeypatch):
+    tunedb.save(record())
+    monkeypatch.setenv("HALOJIT_FAST_MATH", "1")  # another lowering: another key
+    assert tunedb.lookup("g1", "x86-64-linux-avx2") is None
