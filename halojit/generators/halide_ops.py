@@ -49,6 +49,11 @@ def literal(value, dt: np.dtype) -> hl.Expr:
     if dt.kind == "b":
         return hl.cast(hl.Bool(), hl.u8(1 if v else 0))
     if dt.kind == "f":
+        if v == 0 and math.copysign(1.0, v) < 0:
+            # -0.0 by its bits: Halide folds the constant -0.0 to +0.0
+            t = compute_type(dt)
+            u = hl.UInt(t.bits())
+            return hl.reinterpret(t, hl.cast(u, 1) << hl.cast(u, t.bits() - 1))
         return hl.cast(compute_type(dt), hl.f64(float(v)))
     if dt.kind == "u":
         return hl.cast(compute_type(dt), hl.u64(int(v)))

@@ -174,3 +174,13 @@ def test_fast_math_mode(name, monkeypatch):
     fast_kernel = f.lower(x).groups[0].kernel
     monkeypatch.setenv("HALOJIT_FAST_MATH", "0")
     assert halojit.trace(lambda a: fn(a)).lower(x).groups[0].kernel != fast_kernel
+
+
+def test_negative_zero_constant_keeps_its_sign():
+    # Halide folds the constant -0.0 to +0.0; literals build it from bits
+    x = np.array([1.0, -1.0, 0.0, 2.0], np.float32)
+    fn = lambda a: 1 / np.where(a > 0, a, np.float32(-0.0))  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = fn(x)
+    np.testing.assert_array_equal(halojit.trace(fn)(x), want)

@@ -1,0 +1,84 @@
+"""The Matmul template (default for 2-D float matmul groups): packed B, FMA
+register blocks, strict_float everywhere else. Odd shapes (tails of every
+block size), transposed and strided operands, epilogues, NaN and inf."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import halojit
+
+pytestmark = pytest.mark.level3
+
+SHAPES = [(1, 1, 1), (1, 7, 33), (5, 3, 33), (8, 16, 32), (9, 17, 65), (37, 50, 70), (13, 64, 1),
+          (64, 1, 100), (200, 300, 96)]
+
+
+def _close(got, want, k):
+    # float32 sums in another order than BLAS: relative error ~ sqrt(k) * eps
+    scale = np.abs(want).max() if want.size else 1.0
+    np.testing.assert_allclose(got, want, rtol=0, atol=max(scale, 1.0) * 1e-6 * (4 + np.sqrt(k)))
+
+
+@pytest.mark.parametrize("m,k,n", SHAPES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_matmul_shapes(m, k, n, dtype):
+    rng = np.random.default_rng(m * 1000 + k * 10 + n)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    f = halojit.trace(lambda a, b: a @ b)
+    got = f(a, b)
+    assert got.dtype == np.dtype(dtype)
+    _close(got, a @ b, k)
+    assert "Matmul" in f.lower(a, b).groups[0].schedule
+
+
+def test_transposed_and_strided_operands():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((40, 96), dtype=np.float32)
+    b = rng.standard_normal((80, 96), dtype=np.float32)
+    f = halojit.trace(lambda a, b: a @ b.T)
+    _close(f(a, b), a @ b.T, 96)
+    g = halojit.trace(lambda a, b: a @ b)
+    a2 = rng.standard_normal((40, 192), dtype=np.float32)[:, ::2]
+    b2 = rng.standard_normal((96, 160), dtype=np.float32)[:, ::2]
+    _close(g(a2, b2), a2 @ b2, 96)
+
+
+def test_epilogue_keeps_numpy_semantics():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((33, 64), dtype=np.float32)
+    w = rng.standard_normal((64, 48), dtype=np.float32) * 0.1
+    b = rng.standard_normal(48, dtype=np.float32)
+
+    def fn(x, w, b):
+        h = x @ w + b
+        return 1 / np.where(h > 0, h, np.float32(-0.0))  # -0.0 survives: -inf
+
+    f = halojit.trace(fn)
+    assert "Matmul" in f.lower(x, w, b).groups[0].schedule
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = fn(x, w, b)
+    got = f(x, w, b)
+    assert np.array_equal(np.isneginf(got), np.isneginf(want))
+    ok = np.isfinite(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=1e-4)
+
+
+def test_nan_and_inf_propagate():
+    a = np.ones((16, 32), np.float32)
+    b = np.ones((32, 40), np.float32)
+    a[0, 3] = np.nan
+    a[1, 4] = np.inf
+    b[5, 7] = -np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = a @ b
+    got = halojit.trace(lambda a, b: a @ b)(a, b)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.array_equal(np.isinf(got), np.isinf(want))
+    assert np.array_equal(got[np.isinf(want)], want[np.isinf(want)])
