@@ -516,7 +516,7 @@ def lower_pad(lw, node, operands):
 def lower_matmul(lw, node, operands):
     a, b = operands
     dt = node.dtype
-    if lw.matmul_block and node.aval.ndim == 2 and len(a.shape) == 2 and len(b.shape) == 2 \
+    if lw.matmul_block and len(a.shape) == node.aval.ndim >= 2 and len(b.shape) == 2 \
             and dt.kind == "f" and dt.itemsize >= 4:
         return lower_matmul_blocked(lw, node, a, b, lw.matmul_block)
     k = a.shape[-1]
@@ -543,26 +543,41 @@ def lower_matmul_blocked(lw, node, a, b, block):
     """C = A @ B for the Matmul template: B packed into column blocks
     ``bpack[j, k, jb] = B[k, jb*block + j]`` (contiguous rows of ``block``
     lanes; the last block is padded by clamping), and C computed per block,
-    ``cblock[j, i, jb] = sum_k A[i, k] * bpack[j, k, jb]``.
+    ``cblock[j, i, jb] = sum_k A[i, k] * bpack[j, k, jb]``. A batched A
+    (..., M, K) with a 2-D B is one matrix of prod(...) * M rows.
 
     The accumulation is the only unstrict float arithmetic of the group
     (``Lowerer.strict_wrap``): it contracts to FMA, and its summation order
     already differs from numpy's BLAS."""
-    (m, k), n = a.shape, b.shape[1]
+    *batch, m, k = a.shape
+    n = b.shape[1]
+    rows = int(np.prod(batch, dtype=np.int64)) * m
     j, i, kk, jb = hl.Var("j"), hl.Var("i"), hl.Var("k"), hl.Var("jb")
+
+    def a_index(i):  # row i of the flattened A -> (batch..., m) indices
+        idx = [i % m if batch else i]
+        rest = i / m
+        for d in reversed(batch):
+            idx.insert(0, rest % d)
+            rest = rest / d
+        return idx
     pack = hl.Func(lw.fresh("bpack"))
     pack[j, kk, jb] = lw.strict(b.at([kk, hl.min(jb * block + j, n - 1)]))
     c = hl.Func(lw.fresh("matmul"))
     r = hl.RDom([hl.Range(0, k)])
     ct = H.compute_type(node.dtype)
     c[j, i, jb] = hl.cast(ct, 0)
-    c[j, i, jb] = c[j, i, jb] + lw.strict(a.at([i, r.x])) * pack[j, r.x, jb]
+    c[j, i, jb] = c[j, i, jb] + lw.strict(a.at(a_index(i) + [r.x])) * pack[j, r.x, jb]
     lw.stages.append(Stage("pack", pack, (-(-n // block), k, block)))
-    lw.stages.append(Stage("matmul", c, node.shape, r, a.shape))
+    lw.stages.append(Stage("matmul", c, (rows, n), r, (rows, k)))
 
     def at(idx):
-        y, x = idx
-        return hl.Expr(c[x % block, y, x // block])
+        *bidx, row, x = idx
+        stride = m  # back to the flattened row
+        for d, e in zip(reversed(batch), reversed(bidx)):
+            row = row + e * stride
+            stride *= d
+        return hl.Expr(c[x % block, row, x // block])
     return Lazy(node.shape, node.dtype, at, c)
 
 

@@ -115,14 +115,17 @@ def apply_row_reduce(lowered, params) -> str:
 
 
 def matmul_fits(graph) -> bool:
-    """One 2-D output computed from exactly one 2-D float32/float64 matmul
-    (plus elementwise prologue/epilogue), no reductions."""
-    if len(graph.outputs) != 1 or graph.outputs[0].aval.ndim != 2:
-        return False
+    """One output of the shape of exactly one float32/float64 matmul of an
+    (..., M, K) by a 2-D (K, N) operand (plus elementwise prologue and
+    epilogue), no reductions."""
     mms = [n for n in graph.nodes if n.op == "matmul"]
-    return len(mms) == 1 and mms[0].aval.ndim == 2 and \
-        all(i.aval.ndim == 2 for i in mms[0].inputs) and \
-        mms[0].dtype.kind == "f" and mms[0].dtype.itemsize >= 4 and \
+    if len(graph.outputs) != 1 or len(mms) != 1:
+        return False
+    mm = mms[0]
+    a, b = mm.inputs
+    return graph.outputs[0].shape == mm.shape and mm.aval.ndim >= 2 and \
+        a.aval.ndim == mm.aval.ndim and b.aval.ndim == 2 and \
+        mm.dtype.kind == "f" and mm.dtype.itemsize >= 4 and \
         not any(n.op in REDUCTIONS for n in graph.nodes)
 
 
@@ -172,7 +175,8 @@ def apply_matmul(lowered, params) -> str:
     itemsize = node.dtype.itemsize
     vec = vec * 4 // itemsize
     block = 2 * vec
-    m, n = mm.shape
+    flat_rows, n = mm.shape
+    m = node.shape[-2]
     rows = max(1, min(_int(params, "tile_m"), MAX_BLOCK_ROWS, m))
     panel = max(block, _int(params, "tile_n") // block * block)
     # constant extents, zero mins: the real shape (asserted at run time)
@@ -182,22 +186,28 @@ def apply_matmul(lowered, params) -> str:
     for f, o in zip(lowered.outputs, lowered.graph.outputs):
         for d, extent in enumerate(reversed(o.shape)):
             f.output_buffer().dim(d).set_bounds(0, extent)
-    x, y = out.args()
+    # batch dims (A of shape (..., M, K)) stay loops outside the row blocks:
+    # a block of rows never straddles two matrices (bounds stay tight)
+    x, y, *batch = out.args()
     xo, xi, xii, yo, yi, task = (hl.Var(v) for v in ("xo", "xi", "xii", "yo", "yi", "task"))
     guard, shift = hl.TailStrategy.GuardWithIf, hl.TailStrategy.ShiftInwards
     out.split(x, xo, xi, panel, guard).split(xi, xi, xii, block, guard)
     out.split(y, yo, yi, rows, shift)
-    out.reorder(xii, yi, xi, yo, xo)
+    out.reorder(xii, yi, xi, yo, *batch, xo)
     # enough tasks for the thread pool: split the rows too when panels are few
     panels = -(-n // panel)
     want = 4 * (os.cpu_count() or 2)
     chunks = min(-(-m // rows), -(-want // panels)) if panels < want else 1
     lines = [f"{out.name()}.split(x, xo, xi, {panel}).split(xi, xi, xii, {block})"
              f".split(y, yo, yi, {rows}).reorder(xii, yi, xi, yo, xo)"]
-    if 2 * m * n * mm.in_shape[-1] < SERIAL_MAX_FLOPS:  # less work than a pool wake-up
+    if 2 * flat_rows * n * mm.in_shape[-1] < SERIAL_MAX_FLOPS:  # less work than a pool wake-up
         anchor = xo
         lines.append("    # serial: small")
-    elif chunks > 1:
+    elif batch and panels < want:  # few panels: batch x panels tasks, B packed per task
+        out.reorder(xii, yi, xi, yo, xo, *batch).fuse(xo, batch[0], task).parallel(task)
+        anchor = task
+        lines.append("    .reorder(..., xo, batch...).fuse(xo, batch0, task).parallel(task)")
+    elif chunks > 1 and not batch:
         yoo = hl.Var("yoo")
         blocks = -(-m // rows)
         out.split(yo, yoo, yo, -(-blocks // chunks), guard)

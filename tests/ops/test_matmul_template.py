@@ -82,3 +82,15 @@ def test_nan_and_inf_propagate():
     assert np.array_equal(np.isnan(got), np.isnan(want))
     assert np.array_equal(np.isinf(got), np.isinf(want))
     assert np.array_equal(got[np.isinf(want)], want[np.isinf(want)])
+
+
+@pytest.mark.parametrize("a_shape", [(3, 5, 16), (2, 3, 7, 33), (1, 9, 40), (4, 1, 8)])
+def test_batched_rows_times_a_matrix(a_shape):
+    rng = np.random.default_rng(len(a_shape))
+    a = rng.standard_normal(a_shape, dtype=np.float32)
+    w = rng.standard_normal((a_shape[-1], 70), dtype=np.float32)
+    bias = rng.standard_normal(70, dtype=np.float32)
+    f = halojit.trace(lambda a, w, b: np.maximum(a @ w + b, 0))
+    got = f(a, w, bias)
+    _close(got, np.maximum(a @ w + bias, 0), a_shape[-1])
+    assert "Matmul" in f.lower(a, w, bias).groups[0].schedule
