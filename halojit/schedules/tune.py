@@ -8,9 +8,10 @@ A group's run, within its share of the budget:
   1. compile a batch of candidates in parallel (the default first);
   2. time the batch serially while no compile runs (a crash, hang or wrong
      result is recorded and skipped);
-  3. repeat until the candidates or the share run out; then re-time the
-     default and the fastest few interleaved (noise on a shared machine) and
-     keep a candidate only when it beats the default by ``MARGIN``.
+  3. repeat until the candidates or the share run out (keeping time for
+     step 4); then re-time the default and the fastest few in interleaved
+     rounds (noise on a shared machine comes in bursts) and keep a candidate
+     only when it beats the default by ``MARGIN`` and in most rounds.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from .tune_worker import (CRASH, ERROR, OK, SKIPPED, TIMEOUT, WRONG, Timer, Time
 
 MARGIN = 0.03          # a candidate must be this much faster than the default to win
 CONFIRM_TOP = 3        # candidates re-timed against the default at the end of a group
-CONFIRM_ROUNDS = 3
+CONFIRM_ROUNDS = 5
 COMPILE_TIMEOUT_S = 120.0
 SETUP_TIMEOUT_S = 120.0
 
@@ -274,6 +275,7 @@ class _GroupRun:
         self.so: dict[str, Path] = {}
         self.compiled: dict[str, dict] = {}
         self.timer = Timer()
+        self.rounds: list[dict[str, float]] = []  # confirmation rounds: key -> best run
         self.stopped = False
 
     # -- helpers
@@ -421,20 +423,37 @@ class _GroupRun:
             top.append(self.results[default])
         if len(top) < 2 or self.timer.proc is None:
             return
-        times = {c.spec.key: [] for c in top}
         for _ in range(CONFIRM_ROUNDS):
+            times = {}
             for c in top:
                 if self.left(share=False) <= 0:
-                    break
+                    return
                 try:
                     out = self.timer.call({"op": "time", "so": str(self.so[c.spec.key]),
                                            "fn_name": self.fn_name(c.spec), "check": False},
                                           self.run_timeout())
                 except TimerDied:
                     return
-                times[c.spec.key].append(out["seconds"])
-        for c in top:
-            c.seconds = min([c.seconds] + times[c.spec.key])
+                times[c.spec.key] = out["seconds"]
+                c.seconds = min(c.seconds, out["seconds"])
+            self.rounds.append(times)
+
+    def winner(self, ok: list[CandidateResult], base) -> CandidateResult:
+        """The fastest candidate that beats the default by MARGIN and in most
+        confirmation rounds (paired, back to back: load comes in bursts);
+        one never re-timed must win by twice the margin. Else the default."""
+        if base is None or base.status != OK:
+            return min(ok, key=lambda c: c.seconds)
+        for c in sorted((c for c in ok if c is not base), key=lambda c: c.seconds):
+            if c.seconds > base.seconds * (1 - MARGIN):
+                break
+            paired = [r for r in self.rounds if c.spec.key in r and base.spec.key in r]
+            if paired:
+                if 2 * sum(r[c.spec.key] < r[base.spec.key] for r in paired) > len(paired):
+                    return c
+            elif c.seconds <= base.seconds * (1 - 2 * MARGIN):
+                return c
+        return base
 
     def finish(self):
         """Pick the winner, install its kernel, record the group."""
@@ -446,9 +465,7 @@ class _GroupRun:
         if not ok:
             r.note = r.note or "no candidate ran correctly"
             return
-        best = min(ok, key=lambda c: c.seconds)
-        if r.default_s is not None and best.seconds > r.default_s * (1 - MARGIN):
-            best = base  # within the noise of the default: keep the default
+        best = self.winner(ok, base)
         r.best, r.best_s = best.spec, best.seconds
         try:
             self.install(best.spec)

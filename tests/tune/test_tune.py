@@ -222,3 +222,23 @@ def test_a_scalar_output_group_is_checked_and_timed():
                            specs_for=lambda local, d: [d, make_spec("Li2018")])
     (g,) = report.groups
     assert [c.status for c in g.candidates] == [OK, OK], [c.message for c in g.candidates]
+
+
+def test_a_candidate_must_beat_the_default_in_most_confirmation_rounds():
+    from types import SimpleNamespace
+
+    from halojit.schedules.tune import CandidateResult, _GroupRun
+    d = CandidateResult(make_spec("Adams2019"), OK, 1.00)
+    a = CandidateResult(make_spec("Li2018"), OK, 0.90)  # best run 10% faster ...
+    b = CandidateResult(make_spec("RowReduce"), OK, 0.93)
+    k = lambda c: c.spec.key  # noqa: E731
+    lucky = [{k(d): 1.0, k(a): 1.1, k(b): 0.95}, {k(d): 1.0, k(a): 0.9, k(b): 0.96},
+             {k(d): 1.0, k(a): 1.2, k(b): 0.94}]  # ... but a loses 2 of 3 rounds
+    run = SimpleNamespace(rounds=lucky)
+    assert _GroupRun.winner(run, [d, a, b], d) is b
+    run.rounds = [{k(d): 1.0, k(a): 1.1, k(b): 1.05}] * 3
+    assert _GroupRun.winner(run, [d, a, b], d) is d
+    run.rounds = []  # never re-timed: twice the margin needed
+    assert _GroupRun.winner(run, [d, CandidateResult(a.spec, OK, 0.96)], d) is d
+    assert _GroupRun.winner(run, [d, a], d) is a
+    assert _GroupRun.winner(run, [a, b], None) is a  # no default: the fastest

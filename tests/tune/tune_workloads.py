@@ -79,18 +79,27 @@ def workloads(size):
     ]
 
 
-def best_pair(fa, fb, args, rounds=7, reps=9):
-    """Best-of times of two functions measured alternately (load on a shared
-    VM comes in bursts; the best run is the least disturbed, as in the tuner)."""
-    ta, tb = [], []
+def paired(fa, fb, args, rounds=15, reps=7):
+    """Rounds of (best of ``reps`` runs of fa, then of fb), back to back:
+    load on a shared VM comes in bursts, so the median over rounds of the
+    per-round ratio is robust where single timings are not. Returns
+    (fa's best, fb's best, median ratio fa/fb)."""
+    ta, tb, ratios = [], [], []
     for _ in range(rounds):
-        for f, acc in ((fa, ta), (fb, tb)):
+        pair = []
+        for f in (fa, fb):
             f(*args)
+            best = float("inf")
             for _ in range(reps):
                 t0 = time.perf_counter()
                 f(*args)
-                acc.append(time.perf_counter() - t0)
-    return min(ta), min(tb)
+                best = min(best, time.perf_counter() - t0)
+            pair.append(best)
+        ta.append(pair[0])
+        tb.append(pair[1])
+        ratios.append(pair[0] / pair[1])
+    ratios.sort()
+    return min(ta), min(tb), ratios[len(ratios) // 2]
 
 
 def untuned(fn, args):
@@ -111,6 +120,8 @@ def main(argv=None):
     p.add_argument("--budget", type=float, default=60.0)
     p.add_argument("--size", default="large")
     p.add_argument("--only", nargs="*")
+    p.add_argument("--verify", action="store_true",
+                   help="no tuning: compare the recorded database with the defaults")
     a = p.parse_args(argv)
     print(f"# {os.cpu_count()} cores, load {os.getloadavg()}, budget {a.budget}s per workload")
     rows = []
@@ -119,7 +130,7 @@ def main(argv=None):
             continue
         args = make()
         tuned = halojit.trace(fn)
-        rep = tuned.tune(*args, budget_s=a.budget)
+        rep = None if a.verify else tuned.tune(*args, budget_s=a.budget)
         print(rep, flush=True)
         # end to end: default schedule vs tuning database, interleaved rounds
         default = untuned(fn, args)
@@ -129,21 +140,22 @@ def main(argv=None):
             assert np.allclose(got, want, rtol=1e-3, atol=1e-4), name
         del got
         out = np.empty(np.shape(want), np.asarray(want).dtype)  # no allocation in the timing
-        e2e = best_pair(lambda *a: default(*a, out=out), lambda *a: tuned(*a, out=out), args)
+        e2e = paired(lambda *a: default(*a, out=out), lambda *a: tuned(*a, out=out), args)
         used = [g.scheduler for g in tuned.lower(*args).groups]
         print(f"{name}: compiled with {used}")
-        for g in rep.groups:
+        for g in (rep.groups if rep else []):
             rows.append((name, g, e2e))
         print(f"{name}: end to end default {e2e[0] * 1e3:.3f} ms, tuned {e2e[1] * 1e3:.3f} ms, "
-              f"{e2e[0] / e2e[1]:.2f}x; load {os.getloadavg()[0]:.2f}", flush=True)
-    print("\n| workload | group | kind | default ms | tuned ms | speedup | end-to-end default / tuned ms | recipe |")
+              f"paired ratio {e2e[2]:.2f}x; load {os.getloadavg()[0]:.2f}", flush=True)
+    print("\n| workload | group | kind | default ms | tuned ms | speedup | end to end "
+          "default / tuned ms (paired ratio) | recipe |")
     print("|---|---|---|---|---|---|---|---|")
     for name, g, e2e in rows:
         d = f"{g.default_s * 1e3:.3f}" if g.default_s else "-"
         b = f"{g.best_s * 1e3:.3f}" if g.best_s else "-"
         s = f"{g.speedup:.2f}x" if g.speedup else "-"
         print(f"| {name} | {', '.join(g.ops)[:40]} | {g.kind} | {d} | {b} | {s} | "
-              f"{e2e[0] * 1e3:.3f} / {e2e[1] * 1e3:.3f} | `{g.best}` |")
+              f"{e2e[0] * 1e3:.3f} / {e2e[1] * 1e3:.3f} ({e2e[2]:.2f}x) | `{g.best}` |")
 
 
 if __name__ == "__main__":
