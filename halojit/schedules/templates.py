@@ -129,11 +129,12 @@ def matmul_fits(graph) -> bool:
         not any(n.op in REDUCTIONS for n in graph.nodes)
 
 
-def matmul_block(params, itemsize: int = 4) -> int:
-    """Lanes of one packed-B column block: two vectors (the lowering packs B
-    in blocks of this width, the template keeps rows x block accumulators
-    in registers)."""
-    return 2 * _int(params, "vector") * 4 // itemsize
+def matmul_block(params, itemsize: int = 4, natural_f32: int = 16) -> int:
+    """Lanes of one packed-B column block: two vectors of ``vector`` float32
+    lanes (at most the target's: 8 on AVX2, 4 on SSE), in the matmul's type.
+    The lowering packs B in blocks of this width; the template reads it back
+    from the pack stage and keeps rows x block accumulators in registers."""
+    return 2 * min(_int(params, "vector"), natural_f32) * 4 // itemsize
 
 
 # Below this many flops a matmul runs serially (a thread pool wake-up costs
@@ -163,7 +164,6 @@ def apply_matmul(lowered, params) -> str:
     register-blocked template with strict_float: 151 ms for the MLP.
     OpenBLAS's threads spin for a while after a numpy call and take a
     core from the next kernel: time them apart."""
-    vec = _int(params, "vector")
     uk = _int(params, "unroll_k")
     out = lowered.outputs[0]
     (mm,) = [s for s in lowered.stages if s.kind == "matmul"]
@@ -172,12 +172,13 @@ def apply_matmul(lowered, params) -> str:
         raise HalojitError("Matmul needs the packed-B lowering (lower_group(spec=Matmul))")
     pack = packs[0]
     node = next(n for n in lowered.graph.nodes if n.op == "matmul")
-    itemsize = node.dtype.itemsize
-    vec = vec * 4 // itemsize
-    block = 2 * vec
+    block = pack.shape[-1]  # as the lowering packed B (matmul_block)
+    vec = block // 2
     flat_rows, n = mm.shape
     m = node.shape[-2]
-    rows = max(1, min(_int(params, "tile_m"), MAX_BLOCK_ROWS, m))
+    # 32 vector registers with AVX-512 (16-lane float32 vectors), 16 below
+    max_rows = MAX_BLOCK_ROWS if vec * node.dtype.itemsize >= 64 else 6
+    rows = max(1, min(_int(params, "tile_m"), max_rows, m))
     panel = max(block, _int(params, "tile_n") // block * block)
     # constant extents, zero mins: the real shape (asserted at run time)
     for p, x in zip(lowered.params, lowered.graph.inputs):
