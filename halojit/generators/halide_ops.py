@@ -295,10 +295,10 @@ def _log(a):
     return hl.select(hl.is_nan(a) | (a == inf), a, r)
 
 
-# Taylor coefficients of tanh(x)/x in x**2, through x**16: for |x| < 0.5 the
-# next term is below 1e-8 relative.
-_TANH_TAYLOR = (1.0, -1.0 / 3, 2.0 / 15, -17.0 / 315, 62.0 / 2835, -1382.0 / 155925,
-                21844.0 / 6081075, -929569.0 / 638512875, 6404582.0 / 10854718875)
+# tanh(x)/x as a polynomial in x**2 on |x| < 0.5: Chebyshev fit of degree 4,
+# relative error 1.3e-8 (the Taylor series needed 9 terms for 1e-8).
+_TANH_POLY = (0.9999999870693153, -0.333330718941967, 0.13324828997683516,
+              -0.052989241174561635, 0.017141319046291313)
 
 
 def _tanh(a):
@@ -308,8 +308,8 @@ def _tanh(a):
         return hl.tanh(a)
     ax = hl.abs(a)
     x2 = a * a
-    poly = hl.f32(_TANH_TAYLOR[-1])
-    for c in reversed(_TANH_TAYLOR[:-1]):
+    poly = hl.f32(_TANH_POLY[-1])
+    for c in reversed(_TANH_POLY[:-1]):
         poly = poly * x2 + hl.f32(c)
     small = a * poly
     big = hl.f32(1) - hl.f32(2) / (_exp(ax * hl.f32(2)) + hl.f32(1))
