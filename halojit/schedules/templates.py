@@ -155,15 +155,17 @@ def apply_matmul(lowered, params) -> str:
     Extents are fixed to the real shape (kernels are per shape) so that
     the packed-B index x % block simplifies to dense vector loads.
 
-    Measured (medians, 2-core x86-64 AVX-512 VM, float32, GFLOP/s;
-    numpy = OpenBLAS 0.3.31 sgemm, 2 threads):
-    512x1024 @ 1024x4096: numpy 11.6 ms, this 11.8 ms (tile_m 8) / 11.6
-    ms (tile_m 12); 1 thread each: numpy 23.0, this 23.2-24.0. The same
-    schedule without the B packing: 39 ms (16 KiB-strided B rows thrash
-    L1); without constant extents: 75 ms (gathers); the previous
-    register-blocked template with strict_float: 151 ms for the MLP.
-    OpenBLAS's threads spin for a while after a numpy call and take a
-    core from the next kernel: time them apart."""
+    Measured (medians of 9, calls 0.25 s apart, one process, 2-core x86-64
+    AVX-512 VM, float32; numpy = OpenBLAS 0.3.31 sgemm, 2 threads):
+    512x1024 @ 1024x4096: numpy 13.3 ms (323 GFLOP/s), this 13.1 ms (329),
+    Adams2019 75.4 ms; MLP gelu(x@W1+b1)@W2: numpy 38.6 ms, this 27.1 ms,
+    Adams2019 152 ms. One thread each: numpy 23.0 ms, this 23.2-24.0 ms.
+    Without the B packing: 39 ms (16 KiB-strided B rows thrash L1);
+    without constant extents: 75 ms (gathers); tile_m 12: within 2% of 8.
+    avx2 11.1 ms and sse41 31.8 ms for 512x1024 @ 1024x1024 (avx512 6.1).
+    OpenBLAS's threads spin for a while after a numpy call and take a core
+    from the next kernel (the MLP measured 42 ms right after numpy's):
+    time them apart."""
     uk = _int(params, "unroll_k")
     out = lowered.outputs[0]
     (mm,) = [s for s in lowered.stages if s.kind == "matmul"]
