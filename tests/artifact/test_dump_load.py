@@ -195,3 +195,18 @@ def test_integer_bool_half_and_scalar_arguments(tmp_path):
     assert all(r["ok"] for r in g.check())
     got = g(a, m, h, -2)  # the scalar is an input, not baked in
     np.testing.assert_array_equal(got[0], f(a, m, h, -2)[0])
+
+
+def test_matmul_layer_at_every_level(tmp_path):
+    """The Matmul template is sized per target: each level's kernels agree with numpy."""
+    def mlp(x, w1, b1, w2):
+        h = x @ w1 + b1
+        return (0.5 * h * (1 + np.tanh(0.79788456 * (h + 0.044715 * h * h * h)))) @ w2
+    r = np.random.default_rng(0)
+    args = [r.standard_normal(s, dtype=np.float32) * 0.1
+            for s in [(32, 64), (64, 128), (128,), (128, 48)]]
+    path = halojit.trace(mlp).dump(tmp_path / "mlp.hjm", *args)
+    for level in supported_levels():
+        g = halojit.load(path, level=level)
+        np.testing.assert_allclose(g(*args), mlp(*args), rtol=1e-4, atol=1e-6)
+        assert all(res["ok"] for res in g.check())
