@@ -124,7 +124,7 @@ def tune_function(tf, args, kwargs, budget_s: float = 60.0, workers: int | None 
     """The body of ``TracedFunction.tune``; ``specs_for(local, default)``
     overrides the candidate list (tests)."""
     from ..generators.compile import ensure_runtime, host_target
-    from ..graph.fusion import group_graph, group_key, partition
+    from ..graph.fusion import group_graph, group_key
 
     t0 = time.monotonic()
     if budget_s is None or not budget_s > 0:
@@ -169,7 +169,7 @@ def tune_function(tf, args, kwargs, budget_s: float = 60.0, workers: int | None 
     bar = _Progress(tf.__name__, float(budget_s), t0, progress)
     try:
         with tempfile.TemporaryDirectory(dir=_tmp_root(), prefix="tune-") as tmp:
-            for gi, (group, local, gk) in enumerate(groups):
+            for gi, (_, local, gk) in enumerate(groups):
                 now = time.monotonic()
                 share = (deadline - now) / (len(groups) - gi)
                 run = _GroupRun(local, gk, target, executor, n_workers, Path(tmp), runtime,
