@@ -93,6 +93,8 @@ def roofline(n_elems: int, repeat: int, use_numba: bool = True, use_halojit: boo
     """
     src = np.random.default_rng(1).standard_normal(n_elems, dtype=np.float32)
     dst = np.zeros_like(src)  # touched: no page faults inside the timing
+    side = 1 << (max(n_elems.bit_length() - 1, 0) // 2)
+    sq = src[:side * side].reshape(side, -1)  # row sums read with unit stride per thread
     nbytes = src.nbytes
     copies, reads = {}, {}
     copies["numpy copyto (1 thread)"] = lambda: np.copyto(dst, src)
@@ -101,21 +103,26 @@ def roofline(n_elems: int, repeat: int, use_numba: bool = True, use_halojit: boo
         try:
             nb_copy, nb_read = _numba_stream()
             copies["numba parallel copy"] = lambda: nb_copy(src, dst)
-            reads["numba parallel sum (fastmath)"] = lambda: nb_read(src)
+            reads["numba parallel row sums (fastmath)"] = lambda: nb_read(sq)
         except ImportError:
             pass
     if use_halojit:
         import halojit
         neg = halojit.trace(lambda x: -x)  # one read, one write: a copy's traffic
         total = halojit.trace(lambda x: x.sum())
+        rows = halojit.trace(lambda x: x.sum(axis=1))
         copies["halojit -x with out="] = lambda: neg(src, out=dst)
         reads["halojit x.sum()"] = lambda: total(src)
+        reads["halojit x.sum() 2-D"] = lambda: total(sq)
+        reads["halojit x.sum(axis=1)"] = lambda: rows(sq)
     out = {"bytes": nbytes, "copy": {}, "read": {}}
-    for kind, cands, traffic in (("copy", copies, 2 * nbytes), ("read", reads, nbytes)):
+    read_bytes = {name: sq.nbytes if ("2-D" in name or "row" in name) else nbytes
+                  for name in reads}
+    for kind, cands in (("copy", copies), ("read", reads)):
         for name, fn in cands.items():
             fn()
             t = time_calls(fn, max(repeat, 30))["min_s"]  # cheap; more runs, steadier best
-            out[kind][name] = traffic / t / 1e9
+            out[kind][name] = (2 * nbytes if kind == "copy" else read_bytes[name]) / t / 1e9
         best = max(out[kind], key=out[kind].get)
         out[f"{kind}_gbs"], out[f"{kind}_by"] = out[kind][best], best
     return out
@@ -143,11 +150,14 @@ def _numba_stream():
             dst[i] = src[i]
 
     @nb.njit(parallel=True, fastmath=True)
-    def read(src):
-        s = np.float32(0)
-        for i in nb.prange(src.shape[0]):
-            s += src[i]
-        return s
+    def read(sq):  # one vectorized row sum per iteration: a prange reduction is not
+        partial = np.empty(sq.shape[0], np.float32)  # vectorized (10.8 GB/s vs ~55 here)
+        for i in nb.prange(sq.shape[0]):
+            s = np.float32(0)
+            for j in range(sq.shape[1]):
+                s += sq[i, j]
+            partial[i] = s
+        return partial.sum()
     return copy, read
 
 

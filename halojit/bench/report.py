@@ -248,6 +248,15 @@ def _load(v):
 
 def errors(result: dict) -> str:
     lines = []
+    over = [f"{t['workload']}" for t in result.get("targets", [])
+            if t["unit"] == "%" and t["value"] and t["value"] > 1.0]
+    over += [r["workload"] for e in result["sizes"].values() for r in e["rows"]
+             if max((v for k, v in r.get("derived", {}).items() if k.endswith("_fraction")),
+                    default=0) > 1.0]
+    if over:
+        lines.append(f"! above 100% of the roof: {', '.join(sorted(set(over)))}: the roofline "
+                     "runs were slowed (a busy neighbour?) or the data stays in cache; "
+                     "read those fractions as upper bounds")
     for size, e in result["sizes"].items():
         for row in e["rows"]:
             for name, p in row["peers"].items():

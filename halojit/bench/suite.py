@@ -121,8 +121,9 @@ def run(sizes=("large", "small"), only=None, peers=None, repeat: int = 11,
         log(f"# roofline over {roofline_elems * 4 / 2 ** 20:.0f} MiB arrays ...")
         return measure.roofline(roofline_elems, repeat, use_numba="numba" in names,
                                 use_halojit="halojit" in names)
-    first_roof = measure_roofline()
+    roofs = []
     for size in sizes:
+        roofs.append(measure_roofline())
         rows = []
         for w in W.workloads(size):
             if only and w.name not in only:
@@ -138,9 +139,9 @@ def run(sizes=("large", "small"), only=None, peers=None, repeat: int = 11,
             log(f"# {size}: compile times in new processes ...")
             entry["compile"] = measure.compile_times(size, [r["workload"] for r in rows])
         result["sizes"][size] = entry
-    # measured again at the end and the best kept: a neighbour's burst on a shared
-    # machine must not lower the roof (and so flatter every fraction)
-    result["roofline"] = measure.best_roofline(first_roof, measure_roofline())
+    # measured before each size and at the end, the best kept: a neighbour's burst
+    # on a shared machine must not lower the roof (and so flatter every fraction)
+    result["roofline"] = measure.best_roofline(*roofs, measure_roofline())
     try:
         result["machine"]["loadavg_after"] = list(os.getloadavg())
     except OSError:
