@@ -5,7 +5,8 @@ Mullapudi2016 parameter grids, Li2018), so a run cut short has sampled each.
 
 Adams2019 samples follow Halide's autotune loop (HALIDE_NOTES c):
 ``beam_size=1``, ``random_dropout`` 1-5 (percent of states kept), a
-distinct seed each; the seed is part of the recipe.
+distinct seed each; the seed is part of the recipe. A smaller family keeps
+a beam of 4-8 with 25-75% dropout.
 """
 
 from __future__ import annotations
@@ -59,9 +60,10 @@ def _grid(name: str, grid: dict, rng: random.Random) -> list[ScheduleSpec]:
     return [make_spec(name, p) for p in head + rest]
 
 
-def adams_sample(rng: random.Random) -> ScheduleSpec:
+def adams_sample(rng: random.Random, parallelism: str) -> ScheduleSpec:
     return make_spec("Adams2019", {"beam_size": 1, "random_dropout": rng.randint(1, 5),
-                                   "random_dropout_seed": rng.randint(1, 2**31 - 1)})
+                                   "random_dropout_seed": rng.randint(1, 2**31 - 1),
+                                   "parallelism": parallelism})
 
 
 def candidate_specs(local: Graph, default: ScheduleSpec, previous: ScheduleSpec | None = None,
@@ -74,10 +76,20 @@ def candidate_specs(local: Graph, default: ScheduleSpec, previous: ScheduleSpec 
     for name, (fits, grid) in TEMPLATE_GRIDS.items():
         if fits(local):
             families.append(_grid(name, grid, rng))
-    samples = [adams_sample(rng) for _ in range(RANDOM_SAMPLES)]
+    # samples expose the default's parallelism (1 for small groups, see default_spec)
+    sample_par = (dict(default.params).get("parallelism", str(par))
+                  if default.name == "Adams2019" else str(par))
+    samples = [adams_sample(rng, sample_par) for _ in range(RANDOM_SAMPLES)]
     families.append(samples[0::2])
-    families.append([make_spec("Adams2019", {"parallelism": p, "beam_size": b})
-                     for p, b in ((cores, 32), (4 * par, 32), (par, 8), (cores * 2, 8))])
+    families.append(_grid("Adams2019", {
+        "parallelism": (cores, 4 * par, 2 * cores, 4 * cores, 2 * par), "beam_size": (32, 8),
+        "disable_subtiling": (0, 1)}, rng))
+    # beam search that drops states at random: between greedy samples and the full beam
+    families.append([make_spec("Adams2019", {"beam_size": rng.choice((4, 8)),
+                                             "random_dropout": rng.choice((25, 50, 75)),
+                                             "random_dropout_seed": rng.randint(1, 2**31 - 1),
+                                             "parallelism": sample_par})
+                     for _ in range(RANDOM_SAMPLES // 8)])
     families.append(_grid("Mullapudi2016", {
         "parallelism": (par, cores, 4 * cores), "balance": (40, 10, 100),
         "last_level_cache_size": (16 << 20, 1 << 20, 256 << 10)}, rng))
