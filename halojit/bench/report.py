@@ -218,7 +218,8 @@ def header(result: dict) -> str:
     m = result["machine"]
     roof = result.get("roofline", {})
     lines = [f"# halojit {result['halojit']} bench on {m.get('cpu')} ({m.get('cores')} cores), "
-             f"numpy {result['numpy']}, python {m.get('python')}",
+             f"numpy {result['numpy']}, python {m.get('python')}"
+             + (f", commit {m['halojit_commit']}" if m.get("halojit_commit") else ""),
              f"# load average before {_load(m.get('loadavg'))}, after {_load(m.get('loadavg_after'))}"]
     for name, p in result["peers"].items():
         lines.append(f"# {p['label']:14s} " + (p["version"] if p["available"] else
@@ -226,7 +227,8 @@ def header(result: dict) -> str:
     if roof:
         lines.append(f"# roofline: copy {roof['copy_gbs']:.1f} GB/s ({roof['copy_by']}), "
                      f"read {roof['read_gbs']:.1f} GB/s ({roof['read_by']}); "
-                     f"arrays of {roof['bytes'] / 2 ** 20:.0f} MiB, best of 2 runs")
+                     f"arrays of {roof['bytes'] / 2 ** 20:.0f} MiB, best of "
+                     f"{len(roof.get('runs', [])) or 1} runs")
         for kind in ("copy", "read"):
             lines.append(f"#   {kind} candidates, GB/s: " + ", ".join(
                 f"{n} {v:.1f}" for n, v in roof[kind].items()))

@@ -31,7 +31,29 @@ def machine_info() -> dict:
         info["loadavg"] = list(os.getloadavg())
     except OSError:
         pass
+    info["halojit_commit"] = _git_commit()
     return info
+
+
+def _git_commit() -> str | None:
+    """The checkout's commit (with "+dirty" for uncommitted changes), when halojit
+    runs from one; None from an installed wheel."""
+    import subprocess
+    from pathlib import Path
+
+    import halojit
+    root = Path(halojit.__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return None
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--",
+                                "halojit", "csrc"], capture_output=True, text=True,
+                               timeout=10).stdout.strip()
+        return (head + ("+dirty" if dirty else "")) or None
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 def run_workload(w: W.Workload, peers: list[Peer], repeat: int, with_out: bool) -> dict:
