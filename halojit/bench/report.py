@@ -237,10 +237,10 @@ def header(result: dict) -> str:
         lines.append(f"# numpy sgemm at the MLP's first matmul: {sg:.0f} GFLOP/s")
     for size, e in result["sizes"].items():
         if "runtime_build_s" in e.get("compile", {}):
-            lines.append(f"# compile times of {size}: first call in a new process; cold = empty "
-                         f"kernel cache (the Halide runtime, built once per cache dir in "
-                         f"{e['compile']['runtime_build_s']:.1f} s with a first kernel, "
-                         "already there)")
+            lines.append(f"# compile times of {size}: first call in a new process less a later "
+                         "call; cold = empty kernel cache (the Halide runtime, built once per "
+                         f"cache dir in {e['compile']['runtime_build_s']:.1f} s with a first "
+                         "kernel, already there), warm = the kernels on disk")
     return "\n".join(lines)
 
 
