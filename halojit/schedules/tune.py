@@ -238,14 +238,16 @@ class _Progress:
     def __init__(self, name, budget, t0, enabled):
         from tqdm.auto import tqdm
         self.t0, self.budget = t0, budget
+        self.name = name
         self.bar = tqdm(total=round(budget, 1), desc=f"tune {name}", unit="s", file=sys.stderr,
                         disable=None if enabled is None else not enabled, leave=True,
-                        bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix}")
+                        bar_format="{percentage:3.0f}%|{bar:20}| {desc}")
 
     def update(self, text):
         el = min(time.monotonic() - self.t0, self.budget)
         self.bar.n = round(el, 1)
-        self.bar.set_postfix_str(f"{text}, {max(0.0, self.budget - el):.0f}s left")
+        self.bar.set_description_str(f"tune {self.name}: {text}, "
+                                     f"{max(0.0, self.budget - el):.0f}s left")
 
     def close(self):
         self.bar.close()
