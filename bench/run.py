@@ -10,7 +10,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's halojit
+ROOT = Path(__file__).resolve().parent.parent
+if any((ROOT / "halojit").glob("_rt*")):  # this checkout's halojit when its runtime is
+    sys.path.insert(0, str(ROOT))  # built here; else the installed one (pip install .)
 
 from halojit.bench import main  # noqa: E402
 
