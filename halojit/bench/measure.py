@@ -60,10 +60,17 @@ def time_calls(fn, repeat: int, min_batch_s: float = 1e-3) -> dict:
     return time_interleaved({"fn": fn}, repeat, min_batch_s)["fn"]
 
 
-def time_interleaved(fns: dict, repeat: int, min_batch_s: float = 1e-3) -> dict:
+def time_interleaved(fns: dict, repeat: int, min_batch_s: float = 1e-3,
+                     settle_s: float = 5e-4) -> dict:
     """Like ``time_calls`` for several contenders, run in rounds (one run of each
     per round), so a neighbour's burst on a shared machine hits all of them
-    alike instead of one contender's whole series. Each fn is already warmed."""
+    alike instead of one contender's whole series. Each fn is already warmed.
+
+    ``settle_s`` is a pause after each run so the contender's idle worker
+    threads stop spinning before the next one runs: OpenBLAS's spin for
+    50-200 ms after a large sgemm, which halved the cores of whatever came
+    next (measured: halojit's MLP 27 -> 52 ms, its chain 9.7 -> 17.8 ms right
+    after numpy's MLP; 0.5 ms is enough for numba, numexpr, OpenMP)."""
     inner = {name: _batch(fn, min_batch_s) for name, fn in fns.items()}
     times = {name: [] for name in fns}
     gc_was = gc.isenabled()
@@ -77,7 +84,7 @@ def time_interleaved(fns: dict, repeat: int, min_batch_s: float = 1e-3) -> dict:
                     fn()
                 times[name].append((time.perf_counter() - t0) / n)
                 if len(fns) > 1:
-                    time.sleep(5e-4)  # spinning worker threads (OpenMP, numba) go idle
+                    time.sleep(settle_s)
     finally:
         if gc_was:
             gc.enable()

@@ -82,8 +82,11 @@ def run_workload(w: W.Workload, peers: list[Peer], repeat: int, with_out: bool) 
                              np.asarray, want, f"{w.name}/halojit out=")
             if fn is not None:
                 ready["halojit_out"] = fn
+    # a large matmul wakes numpy's BLAS threads, which then spin: let them sleep
+    blas = w.kind == W.MATMUL and row["flops"] > 1e8
     try:
-        for name, stats in measure.time_interleaved(ready, repeat).items():
+        for name, stats in measure.time_interleaved(ready, repeat,
+                                                    settle_s=0.3 if blas else 5e-4).items():
             row["peers"][name].update(stats)
     except Exception as e:  # a contender that breaks while timed: the row says so
         row["error"] = f"timing failed: {type(e).__name__}: {str(e)[:300]}"
