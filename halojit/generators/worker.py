@@ -104,17 +104,22 @@ class WorkerDied(Exception):
     pass
 
 
+def spawn_module(module: str) -> subprocess.Popen:
+    """``python -m module`` with pipes on stdin/stdout, importing the very
+    halojit this process runs: ``python -m`` puts the cwd first on sys.path,
+    so the child starts in the directory holding this halojit (not a source
+    tree that happens to be the cwd)."""
+    import halojit
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(halojit.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, env=env, cwd=root)
+
+
 class _Worker:
     def __init__(self):
-        import halojit
-        env = dict(os.environ)
-        root = os.path.dirname(os.path.dirname(os.path.abspath(halojit.__file__)))
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        # cwd=root: `python -m` puts the cwd first on sys.path, and the child
-        # must import the very halojit this process runs (not a source tree).
-        self.proc = subprocess.Popen([sys.executable, "-m", "halojit.generators.worker"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-                                     cwd=root)
+        self.proc = spawn_module("halojit.generators.worker")
 
     def call(self, request: dict) -> dict:
         data = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)

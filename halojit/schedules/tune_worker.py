@@ -15,7 +15,6 @@ import os
 import pickle
 import select
 import struct
-import subprocess
 import sys
 import tempfile
 import threading
@@ -218,13 +217,8 @@ class Timer:
 
     def start(self, setup: dict, timeout: float):
         self.close()
-        import halojit
-        env = dict(os.environ)
-        root = os.path.dirname(os.path.dirname(os.path.abspath(halojit.__file__)))
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        self.proc = subprocess.Popen([sys.executable, "-m", "halojit.schedules.tune_worker"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-                                     cwd=root)
+        from ..generators.worker import spawn_module
+        self.proc = spawn_module("halojit.schedules.tune_worker")
         self.setup_request = setup
         self.call(setup, timeout)
 
