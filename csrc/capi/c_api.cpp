@@ -99,14 +99,8 @@ std::vector<halojit::ArrayView> views(const hj_array *arrays, size_t n, bool wri
         if (a.strides) {
             v.strides = a.strides;
         } else {
-            std::vector<int64_t> s(a.ndim);
-            int64_t stride = v.dtype.itemsize();
-            for (int axis = a.ndim - 1; axis >= 0; axis--) {
-                require(a.shape[axis] >= 0, name + ": negative extent");
-                s[axis] = stride;
-                stride *= a.shape[axis] > 0 ? a.shape[axis] : 1;
-            }
-            strides.push_back(std::move(s));
+            for (int axis = 0; axis < a.ndim; axis++) require(a.shape[axis] >= 0, name + ": negative extent");
+            strides.push_back(halojit::contiguous_strides(a.shape, a.ndim, v.dtype.itemsize()));
             v.strides = strides.back().data();
         }
         out.push_back(v);

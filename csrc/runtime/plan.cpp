@@ -15,13 +15,9 @@ namespace halojit {
 // One set of intermediate buffers. A call owns one exclusively, so
 // concurrent calls never share intermediates.
 struct Workspace {
-    std::vector<void *> memory;
+    std::vector<Tensor> memory;
     std::vector<halide_buffer_t> bufs;
     std::vector<halide_dimension_t> dims;  // bufs[i].dim points in here; never resized
-
-    ~Workspace() {
-        for (void *p : memory) std::free(p);
-    }
 };
 
 namespace {
@@ -125,18 +121,9 @@ std::unique_ptr<Workspace> Plan::acquire_workspace() {
     size_t dim_at = 0;
     for (size_t i = 0; i < n; i++) {
         const BufferSpec &spec = buffers_[first + i];
-        const size_t bytes = (std::max<size_t>(spec_bytes(spec), 1) + kAlign - 1) / kAlign * kAlign;
-        void *p = std::aligned_alloc(kAlign, bytes);
-        if (!p) throw Error(ErrorKind::Runtime, "out of memory allocating " + std::to_string(bytes) + " bytes");
-        ws->memory.push_back(p);
+        ws->memory.emplace_back(spec.dtype, spec.shape);
         const int ndim = static_cast<int>(spec.shape.size());
-        std::vector<int64_t> strides(ndim);
-        int64_t stride = spec.dtype.itemsize();
-        for (int axis = ndim - 1; axis >= 0; axis--) {
-            strides[axis] = stride;
-            stride *= std::max<int64_t>(spec.shape[axis], 1);
-        }
-        ArrayView view{p, spec.dtype, ndim, spec.shape.data(), strides.data(), true};
+        const ArrayView view = ws->memory.back().view();
         detail::to_halide_buffer(view, "intermediate buffer " + std::to_string(first + i), &ws->bufs[i],
                                  ws->dims.data() + dim_at);
         dim_at += ndim;

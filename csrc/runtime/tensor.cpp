@@ -91,14 +91,21 @@ std::string shape_text(const int64_t *shape, int ndim) {
     return s + (ndim == 1 ? ",)" : ")");
 }
 
-Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
-    strides_.resize(shape_.size());
-    int64_t stride = dtype_.itemsize();
-    for (int axis = static_cast<int>(shape_.size()) - 1; axis >= 0; axis--) {
-        if (shape_[axis] < 0) throw Error(ErrorKind::Value, "Tensor: negative extent");
-        strides_[axis] = stride;
-        stride *= std::max<int64_t>(shape_[axis], 1);
+std::vector<int64_t> contiguous_strides(const int64_t *shape, int ndim, int itemsize) {
+    std::vector<int64_t> strides(ndim);
+    int64_t stride = itemsize;
+    for (int axis = ndim - 1; axis >= 0; axis--) {
+        strides[axis] = stride;
+        stride *= std::max<int64_t>(shape[axis], 1);
     }
+    return strides;
+}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+    for (int64_t e : shape_) {
+        if (e < 0) throw Error(ErrorKind::Value, "Tensor: negative extent");
+    }
+    strides_ = contiguous_strides(shape_.data(), static_cast<int>(shape_.size()), dtype_.itemsize());
     const size_t bytes = (std::max<size_t>(nbytes(), 1) + kAlign - 1) / kAlign * kAlign;
     void *p = std::aligned_alloc(kAlign, bytes);
     if (!p) throw Error(ErrorKind::Runtime, "out of memory allocating " + std::to_string(bytes) + " bytes");

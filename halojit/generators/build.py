@@ -175,6 +175,54 @@ def _prep_input(x: np.ndarray) -> np.ndarray:
     return x
 
 
+@dataclass
+class PlanLayout:
+    """Buffer ids of one graph's plan, as ``_rt.Plan`` and artifacts number
+    them: the graph inputs, then the constants the kernels read, then the
+    graph outputs the kernels write (first occurrence only), then the
+    intermediates."""
+
+    ids: dict
+    consts: list        # constant nodes, fed after the graph inputs
+    out_nodes: list     # kernel-written graph outputs
+    intermediates: list # nodes with a plan-owned buffer, in id order
+    steps: list         # (group index, [buffer id per kernel argument])
+
+    @property
+    def n_inputs(self) -> int:
+        return len(self.ids) - len(self.out_nodes) - len(self.intermediates)
+
+
+def plan_layout(graph: Graph, groups: list[Group]) -> PlanLayout:
+    ids: dict[Node, int] = {node: k for k, node in enumerate(graph.inputs)}
+    consts = []
+    for g in groups:
+        for x in g.inputs:
+            if x.op == "constant" and x not in ids:
+                ids[x] = len(ids)
+                consts.append(x)
+    produced = {o for g in groups for o in g.outputs}
+    out_nodes = []
+    for o in graph.outputs:
+        if o in produced and o not in ids:
+            ids[o] = len(ids)
+            out_nodes.append(o)
+    intermediates = []
+    for g in groups:
+        for o in g.outputs:
+            if o not in ids:
+                ids[o] = len(ids)
+                intermediates.append(o)
+    steps = [(k, [ids[x] for x in g.inputs] + [ids[o] for o in g.outputs])
+             for k, g in enumerate(groups)]
+    return PlanLayout(ids, consts, out_nodes, intermediates, steps)
+
+
+def plan_dtype(dtype) -> str:
+    """A plan buffer's dtype name: booleans are held as bytes."""
+    return "uint8" if dtype == np.bool_ else np.dtype(dtype).name
+
+
 class HalideExecutor:
     """Runs a graph's kernels through one C++ Plan call."""
 
@@ -185,32 +233,15 @@ class HalideExecutor:
         self.graph = graph
         self.kernels = kernels
         self.kernel_count = sum(not k.cached for k in kernels)
-        n_in = len(graph.inputs)
-        ids: dict[Node, int] = {node: k for k, node in enumerate(graph.inputs)}
-        consts = []
-        for info in kernels:
-            for x in info.group.inputs:
-                if x.op == "constant" and x not in ids:
-                    ids[x] = n_in + len(consts)
-                    consts.append(_prep_input(np.ascontiguousarray(x.params["value"].value)))
-        self.consts = consts
-        n_inputs = n_in + len(consts)
-        produced = {o for info in kernels for o in info.group.outputs}
-        self.out_nodes = []
-        for o in graph.outputs:
-            if o in produced and o not in ids:
-                ids[o] = n_inputs + len(self.out_nodes)
-                self.out_nodes.append(o)
-        buffers: list = [None] * (n_inputs + len(self.out_nodes))
-        for info in kernels:
-            for o in info.group.outputs:
-                if o not in ids:
-                    ids[o] = len(buffers)
-                    buffers.append((list(o.shape), "uint8" if o.dtype == np.bool_ else o.dtype.name))
+        layout = plan_layout(graph, [info.group for info in kernels])
+        self.consts = [_prep_input(np.ascontiguousarray(x.params["value"].value))
+                       for x in layout.consts]
+        self.out_nodes = layout.out_nodes
+        buffers: list = [None] * (layout.n_inputs + len(self.out_nodes))
+        buffers += [(list(o.shape), plan_dtype(o.dtype)) for o in layout.intermediates]
         rt_kernels = [load_kernel(k.so_path, k.fn_name) for k in kernels]
-        steps = [(k, [ids[x] for x in info.group.inputs] + [ids[o] for o in info.group.outputs])
-                 for k, info in enumerate(kernels)]
-        self.plan = _rt.Plan(rt_kernels, steps, buffers, n_inputs, len(self.out_nodes))
+        self.plan = _rt.Plan(rt_kernels, layout.steps, buffers, layout.n_inputs,
+                             len(self.out_nodes))
         self._out_specs = [(o.shape, o.dtype) for o in self.out_nodes]
         self._out_nbytes = [o.aval.size * o.dtype.itemsize for o in self.out_nodes]
         self._out_bool = any(o.dtype == np.bool_ for o in self.out_nodes)
@@ -225,7 +256,7 @@ class HalideExecutor:
         self._small_out = [nbytes < POOL_MIN_BYTES for nbytes in self._out_nbytes]
         self._pools = [[] for _ in self.out_nodes]
         self._pool_lock = threading.Lock()
-        self._ids = ids
+        self._ids = layout.ids
         self.profile = False
 
     def _alloc(self, k: int) -> np.ndarray:

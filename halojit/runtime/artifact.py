@@ -26,6 +26,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..api import _check_out, convert_arg
 from ..errors import ArtifactError, DTypeError, ShapeError
 
 FORMAT = 1
@@ -71,11 +72,6 @@ def _tolerance(expected: np.ndarray) -> tuple[float, float]:
 
 def _dtype_name(dt) -> str:
     return np.dtype(dt).name
-
-
-def _plan_dtype(dt) -> str:
-    """Intermediate buffers hold booleans as bytes (as HalideExecutor does)."""
-    return "uint8" if np.dtype(dt) == np.bool_ else _dtype_name(dt)
 
 
 def _tensor(shape, dtype) -> dict:
@@ -225,18 +221,11 @@ class _Blobs:
 
 
 def _plan(graph, groups, kernel_of, const_ids, blobs, const_table) -> dict:
-    """One specialization's plan in the manifest's terms (see HalideExecutor)."""
-    n_in = len(graph.inputs)
-    ids = {node: k for k, node in enumerate(graph.inputs)}
-    consts = []
-    for g in groups:
-        for x in g.inputs:
-            if x.op == "constant" and x not in ids:
-                ids[x] = n_in + len(consts)
-                consts.append(_constant_id(x, const_ids, blobs, const_table))
-    n_plan_in = n_in + len(consts)
-    produced = {o for g in groups for o in g.outputs}
-    plan_outputs = []
+    """One specialization's plan in the manifest's terms: the executor's
+    buffer layout, plus where each output that no kernel writes comes from."""
+    from ..generators.build import plan_dtype, plan_layout
+    layout = plan_layout(graph, groups)
+    plan_out = {o: j for j, o in enumerate(layout.out_nodes)}
     outputs = []
     first_pos: dict = {}
     for j, o in enumerate(graph.outputs):
@@ -245,29 +234,20 @@ def _plan(graph, groups, kernel_of, const_ids, blobs, const_table) -> dict:
             entry.update(source="output", index=first_pos[o])
         elif o.op == "input":
             entry.update(source="input", index=graph.inputs.index(o))
-        elif o in produced:
-            ids[o] = n_plan_in + len(plan_outputs)
-            entry.update(source="plan", index=len(plan_outputs))
-            plan_outputs.append(o)
+        elif o in plan_out:
+            entry.update(source="plan", index=plan_out[o])
         elif o.op == "constant":
             entry.update(source="constant", index=_constant_id(o, const_ids, blobs, const_table))
         else:
             raise ArtifactError(f"dump: output {j} ({o.op}) is computed by no kernel (internal error).")
         first_pos.setdefault(o, j)
         outputs.append(entry)
-    buffers = []
-    next_id = n_plan_in + len(plan_outputs)
-    for g in groups:
-        for o in g.outputs:
-            if o not in ids:
-                ids[o] = next_id
-                next_id += 1
-                buffers.append({"shape": [int(e) for e in o.shape], "dtype": _plan_dtype(o.dtype)})
-    steps = [{"kernel": kernel_of[k], "buffers": [ids[x] for x in g.inputs] + [ids[o] for o in g.outputs]}
-             for k, g in enumerate(groups)]
     return {"inputs": [_tensor(n.shape, n.dtype) for n in graph.inputs], "outputs": outputs,
-            "constants": consts, "plan_outputs": len(plan_outputs), "buffers": buffers,
-            "steps": steps}
+            "constants": [_constant_id(x, const_ids, blobs, const_table) for x in layout.consts],
+            "plan_outputs": len(layout.out_nodes),
+            "buffers": [{"shape": [int(e) for e in o.shape], "dtype": plan_dtype(o.dtype)}
+                        for o in layout.intermediates],
+            "steps": [{"kernel": kernel_of[k], "buffers": ids} for k, ids in layout.steps]}
 
 
 def _constant_id(node, const_ids, blobs, const_table) -> int:
@@ -317,14 +297,12 @@ def dump(tf, path, example_args, *, arg_names=None, output_names=None, test_vect
                                 f"returns {traced[0].treedef!r}; every example must give the same "
                                 "structure.")
     seen = {}
-    unique = []
     for k, t in enumerate(traced):
         key = tuple(t.avals)
         if key in seen:
             raise ArtifactError(f"dump: examples {seen[key]} and {k} have the same shapes and dtypes "
                                 f"({', '.join(map(str, key))}).")
         seen[key] = k
-        unique.append(t)
     treedef = traced[0].treedef
     default_out = _leaf_names(treedef)
     in_names = _names(arg_names, _arg_names(tf.fn, n_args), "arg_names", n_args)
@@ -489,7 +467,6 @@ class LoadedFunction:
                   f"{have}. Dump again with these shapes in extra_examples= to add one.")
 
     def __call__(self, *args, out=None):
-        from ..api import _check_out, convert_arg
         if len(args) != len(self.inputs):
             raise TypeError(f"{self.__name__}: expected {len(self.inputs)} arguments "
                             f"({', '.join(self.inputs)}), got {len(args)}.")

@@ -78,6 +78,9 @@ struct ArrayView {
     bool writable = true;
 };
 
+// Byte strides of a C-contiguous array (empty axes count as extent 1).
+std::vector<int64_t> contiguous_strides(const int64_t *shape, int ndim, int itemsize);
+
 // An owned, C-contiguous, 64-byte aligned array.
 class Tensor {
 public:
