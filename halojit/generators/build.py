@@ -74,7 +74,7 @@ def _read(path):
         return ""
 
 
-def default_spec(local: Graph) -> ScheduleSpec:
+def default_spec(local: Graph, target=None) -> ScheduleSpec:
     """Adams2019, chosen by measurement over the RowReduce template once row
     reductions keep per-lane partials (lowering.LANES); median of 11, 2-core
     AVX-512 VM, float32, fresh outputs, numpy / Adams2019 / RowReduce in ms:
@@ -84,6 +84,9 @@ def default_spec(local: Graph) -> ScheduleSpec:
     A float matmul group takes the Matmul template (packed B, FMA register
     blocks): MLP (512x1024 @ 1024x4096, gelu, @ 4096x1024) numpy 38.6 ms,
     Adams2019 152 ms, Matmul 27.1 ms (schedules/templates.py)."""
+    if target is not None and target.has_gpu_feature():
+        from ..schedules.gpu import default_gpu_spec
+        return default_gpu_spec(local)
     from ..schedules.templates import matmul_fits
     if matmul_fits(local):
         return make_spec("Matmul")
@@ -123,7 +126,7 @@ def compile_kernels(groups: list[Group], target, autoscheduler=None) -> list[Ker
     for k, g in enumerate(groups):
         local = group_graph(g)
         # A user-given autoscheduler wins, then a tuning run's recorded best.
-        spec = user_spec or tuned_spec(local, target) or default_spec(local)
+        spec = user_spec or tuned_spec(local, target) or default_spec(local, target)
         fn = kernel_name(local, spec, target)
         so = out_dir / f"{fn}.so"
         meta = out_dir / f"{fn}.json"
@@ -143,7 +146,7 @@ def compile_kernels(groups: list[Group], target, autoscheduler=None) -> list[Ker
         by_name[fn] = len(requests)
         requests.append({"graph": local, "fn_name": fn, "target": str(target),
                          "fast_math": get_config().fast_math,
-                         "specs": fallback_chain(spec), "out_dir": str(out_dir)})
+                         "specs": fallback_chain(spec, target), "out_dir": str(out_dir)})
         _log(f"kernel {fn} ({len(g.nodes)} ops: {', '.join(n.op for n in g.nodes[:6])}"
              f"{'...' if len(g.nodes) > 6 else ''}): compiling ({spec})")
     if requests:

@@ -23,6 +23,7 @@ import halide as hl
 
 from halojit import _rt
 from halojit.config import get_config
+from halojit.cuda import HALIDE_CAPABILITIES, target_capability
 from halojit.errors import CompileError
 from halojit.runtime.cache import file_lock, is_valid_so, runtime_dir
 
@@ -78,7 +79,8 @@ class CompiledKernel:
 
 def host_target(target_str: str = "host") -> hl.Target:
     """The kernel target for ``target_str`` ("host", "host-cuda", any Halide
-    target string): adds ``no_runtime`` (kernels share one runtime) and
+    target string): adds ``no_runtime`` (kernels share one runtime), a CUDA
+    capability to a CUDA target that names none (with_cuda_capability), and
     ``strict_float`` unless HALOJIT_STRICT_FLOAT=0 or HALOJIT_FAST_MATH=1.
     Asserts stay on."""
     text = target_str.strip() or "host"
@@ -88,10 +90,32 @@ def host_target(target_str: str = "host") -> hl.Target:
             f"'x86-64-linux-avx2' (arch-bits-os-features; see Halide's Target docs)."
         )
     target = hl.Target(text).with_feature(hl.TargetFeature.NoRuntime)
+    if target.has_feature(hl.TargetFeature.CUDA):
+        target = with_cuda_capability(target)
     cfg = get_config()
     if cfg.strict_float and not cfg.fast_math:
         target = target.with_feature(hl.TargetFeature.StrictFloat)
     return target
+
+
+def cuda_capability(target: hl.Target) -> int | None:
+    """The CUDA capability ``target`` names (80 for cuda_capability_80), or None."""
+    found = [c for c in HALIDE_CAPABILITIES
+             if target.has_feature(getattr(hl.TargetFeature, f"CUDACapability{c}"))]
+    return max(found) if found else None
+
+
+def with_cuda_capability(target: hl.Target) -> hl.Target:
+    """A CUDA target that names its capability: kept when it names one, else
+    the device's (or HALOJIT_CUDA_CAPABILITY, or 8.0; see halojit.cuda)."""
+    if cuda_capability(target) is not None:
+        return target
+    cap, _ = target_capability()
+    return target.with_feature(getattr(hl.TargetFeature, f"CUDACapability{cap}"))
+
+
+def is_cuda(target: hl.Target) -> bool:
+    return target.has_feature(hl.TargetFeature.CUDA)
 
 
 def base_target(target: hl.Target) -> hl.Target:

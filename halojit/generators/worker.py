@@ -62,6 +62,8 @@ def compile_group(request: dict) -> dict:
     target = hl.Target(request["target"])
     out_dir = Path(request["out_dir"])
     failures = []
+    # a CUDA kernel also keeps its PTX (<fn>.device_code) for inspection and tests
+    extras = ("stmt", "schedule") + (("device_code",) if target.has_gpu_feature() else ())
     t0 = time.perf_counter()
     for spec in request["specs"]:
         try:
@@ -72,8 +74,7 @@ def compile_group(request: dict) -> dict:
             results, text = apply_schedule(lowered, target, spec)
             sched_seconds = time.perf_counter() - t_sched
             kernel = compile_pipeline(lowered.pipeline, lowered.params, fn_name,
-                                      lowered.target or target, out_dir, ("stmt", "schedule"),
-                                      results)
+                                      lowered.target or target, out_dir, extras, results)
             if text is not None and kernel.schedule_path:
                 kernel.schedule_path.write_text(f"// {spec}\n{text}\n")
         except (hl.HalideError, CompileError, RuntimeError, HalojitError) as e:

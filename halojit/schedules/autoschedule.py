@@ -64,9 +64,10 @@ def make_spec(name: str, params: dict | None = None) -> ScheduleSpec:
         if params:
             raise HalojitError(f"schedule {NO_SCHEDULE!r} takes no parameters, got {sorted(params)}.")
         return ScheduleSpec(NO_SCHEDULE)
+    from .gpu import GPU_TEMPLATES
     from .templates import TEMPLATES
-    if name in TEMPLATES:
-        allowed = TEMPLATES[name][0]
+    if name in TEMPLATES or name in GPU_TEMPLATES:
+        allowed = (TEMPLATES.get(name) or GPU_TEMPLATES[name])[0]
         params = dict(allowed, **{k: str(v) for k, v in (params or {}).items()})
         unknown = sorted(set(params) - set(allowed))
         if unknown:
@@ -76,7 +77,7 @@ def make_spec(name: str, params: dict | None = None) -> ScheduleSpec:
     if name not in SCHEDULERS:
         raise HalojitError(
             f"unknown autoscheduler {name!r}; expected one of {sorted(SCHEDULERS)}, a template "
-            f"({', '.join(sorted(TEMPLATES))}) or {NO_SCHEDULE!r}.")
+            f"({', '.join(sorted([*TEMPLATES, *GPU_TEMPLATES]))}) or {NO_SCHEDULE!r}.")
     allowed = SCHEDULERS[name][1]
     params = dict(params or {})
     unknown = sorted(set(params) - set(allowed))
@@ -106,8 +107,11 @@ def parse_autoscheduler(value) -> ScheduleSpec | None:
     raise HalojitError(f"autoscheduler must be a name, (name, params) or a dict; got {value!r}.")
 
 
-def fallback_chain(spec: ScheduleSpec) -> list[ScheduleSpec]:
-    """Schedulers to try in order when one fails."""
+def fallback_chain(spec: ScheduleSpec, target=None) -> list[ScheduleSpec]:
+    """Schedulers to try in order when one fails (GPU ones on a CUDA target)."""
+    if target is not None and target.has_gpu_feature():
+        from .gpu import gpu_fallback_chain
+        return gpu_fallback_chain(spec)
     chain = [spec]
     for name in ("Adams2019", "Mullapudi2016", "Li2018"):
         if spec.name != name:
@@ -144,9 +148,15 @@ def apply_schedule(lowered, target, spec: ScheduleSpec):
     """Schedule a lowered group: (AutoSchedulerResults or None, template text or None)."""
     import halide as hl
 
+    from .gpu import APPLY as GPU_APPLY
     from .templates import TEMPLATES, apply_template
     if spec.name == NO_SCHEDULE:
         return None, "Halide's default schedule"
+    if spec.name in GPU_APPLY:
+        if not target.has_gpu_feature():
+            raise HalojitError(f"template {spec.name} schedules GPU kernels; the target {target} "
+                               "has no GPU feature (use 'host-cuda').")
+        return None, GPU_APPLY[spec.name](lowered, dict(spec.params))
     if spec.name in TEMPLATES:
         return None, apply_template(lowered, spec.name, dict(spec.params))
     load_plugin(spec.name)

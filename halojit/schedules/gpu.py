@@ -1,0 +1,181 @@
+"""Schedules for CUDA targets: the default recipe per group, the fallback
+chain, and the GpuReduce template.
+
+Halide's GPU autoschedulers compile without a device (HALIDE_NOTES d), but
+Anderson2021 and Li2018 give row reductions one thread per row, serial over
+the row: a 1024-wide softmax row is 1024 dependent loads per thread. Row
+reductions take GpuReduce instead; everything else takes Anderson2021 with
+the device's multiprocessor count as its parallelism, then Li2018.
+
+No schedule changes what a kernel computes (no atomics, no rfactor), so a
+schedule is checked by compiling it; its speed needs a device: `halojit
+bench` on a GPU machine measures it.
+"""
+
+from __future__ import annotations
+
+import halide as hl
+
+from ..errors import HalojitError
+
+# name -> (defaults, doc), as templates.TEMPLATES
+GPU_TEMPLATES = {
+    "GpuReduce": ({"rows_per_block": "8", "threads_x": "32"},
+                  "reductions over the last axis (and full reductions): one block per "
+                  "rows_per_block rows; each row's lane partials run on 16 threads with "
+                  "coalesced loads and are combined in shared memory; the row's elementwise "
+                  "output is written by threads_x x rows_per_block threads"),
+}
+REDUCE_KINDS = ("reduce", "argreduce", "partial")
+
+
+def gpu_reduce_fits(graph) -> bool:
+    """One output, no matmul, at least one reduction, and every reduction
+    over the last axis only with an output of at most 2 dims, or a full
+    reduction to a scalar."""
+    from .templates import REDUCTIONS
+    if len(graph.outputs) != 1:
+        return False
+    out = graph.outputs[0].aval
+    if out.ndim > 2:
+        return False
+    found = False
+    for node in graph.nodes:
+        if node.op == "matmul":
+            return False
+        if node.op in REDUCTIONS or node.op in ("argmax", "argmin"):
+            found = True
+            n_in = node.inputs[0].aval.ndim
+            if node.params["axes"] != (n_in - 1,) and not (out.ndim == 0 and n_in >= 1):
+                return False
+    return found
+
+
+def default_gpu_spec(local):
+    from .autoschedule import make_spec
+    if gpu_reduce_fits(local):
+        return make_spec("GpuReduce")
+    return make_spec("Anderson2021", anderson_params())
+
+
+def anderson_params() -> dict:
+    from ..cuda import parallelism
+    return {"parallelism": str(parallelism())}
+
+
+def gpu_fallback_chain(spec):
+    """On a CUDA target: the spec, then Anderson2021, Li2018 and Mullapudi2016's
+    GPU schedule; Halide's default (every stage on the host) only last."""
+    from .autoschedule import NO_SCHEDULE, ScheduleSpec, make_spec
+    chain = [spec]
+    for alt in (make_spec("Anderson2021", anderson_params()), make_spec("Li2018"),
+                make_spec("Mullapudi2016", {"experimental_gpu_schedule": "1",
+                                            "parallelism": "128",
+                                            "last_level_cache_size": "49152"})):
+        if alt.name != spec.name:
+            chain.append(alt)
+    chain.append(ScheduleSpec(NO_SCHEDULE))
+    return chain
+
+
+def _int(params, key):
+    try:
+        v = int(params[key])
+    except (KeyError, ValueError):
+        raise HalojitError(f"GPU template parameter {key}={params.get(key)!r}: expected an integer.")
+    if not 1 <= v <= 1024:
+        raise HalojitError(f"GPU template parameter {key}={v}: expected 1..1024.")
+    return v
+
+
+def _all_defs(f):
+    """f's pure definition and every update."""
+    yield f
+    for i in range(f.num_update_definitions()):
+        yield f.update(i)
+
+
+def _gpu_root(f, lines, tx=32, ty=8):
+    """f and its updates as their own kernel: 2-D thread tiles over the
+    first two dims, 1-D blocks over one, a single thread for a scalar."""
+    f.compute_root()
+    args = f.args()
+    for d in _all_defs(f):
+        if len(args) >= 2:
+            xo, yo, xi, yi = hl.Var(), hl.Var(), hl.Var(), hl.Var()
+            d.gpu_tile(args[0], args[1], xo, yo, xi, yi, tx, ty, hl.TailStrategy.GuardWithIf)
+        elif len(args) == 1:
+            xo, xi = hl.Var(), hl.Var()
+            d.gpu_tile(args[0], xo, xi, tx * ty, hl.TailStrategy.GuardWithIf)
+        else:
+            d.gpu_single_thread()
+    lines.append(f"{f.name()}.compute_root().gpu_tile(...)")
+
+
+def _inline(f, lines) -> bool:
+    """Recompute a pure intermediate where it is used: always valid, and
+    cheaper on a GPU than a kernel boundary or a shared-memory row."""
+    if f.num_update_definitions():
+        return False
+    f.compute_inline()
+    lines.append(f"{f.name()}.compute_inline()")
+    return True
+
+
+def apply_gpu_reduce(lowered, params) -> str:
+    rows, tx = _int(params, "rows_per_block"), _int(params, "threads_x")
+    out = lowered.outputs[0]
+    args = out.args()  # Halide order: args[0] is numpy's last axis
+    lines = []
+    if not args:  # a full reduction: one thread finishes what the partials left
+        out.gpu_single_thread()
+        lines.append(f"{out.name()}.gpu_single_thread()")
+        for st in lowered.stages:
+            f = st.func
+            if st.kind == "partial":
+                # (lane, chunk) partials: one block per chunk, a thread per lane
+                fa = f.args()
+                f.compute_root()
+                for d in _all_defs(f):
+                    if len(fa) >= 2:
+                        d.gpu_blocks(fa[1]).gpu_threads(fa[0])
+                    else:  # a 1-D sum: the lanes alone, as one block
+                        d.gpu_tile(fa[0], hl.Var(), hl.Var(), 16, hl.TailStrategy.GuardWithIf)
+                lines.append(f"{f.name()}.compute_root().gpu_blocks(chunk).gpu_threads(lane)")
+            elif st.kind in REDUCE_KINDS:
+                f.compute_at(out, hl.Var.outermost())
+                lines.append(f"{f.name()}.compute_at({out.name()}, outermost)")
+            elif not _inline(f, lines):
+                _gpu_root(f, lines)
+        return "\n".join(lines)
+    row_var = args[-1]
+    rb, ri = hl.Var("rb"), hl.Var("ri")
+    if len(args) == 2:
+        xo, xi = hl.Var("xo"), hl.Var("xi")
+        out.split(row_var, rb, ri, rows, hl.TailStrategy.GuardWithIf)
+        out.split(args[0], xo, xi, tx, hl.TailStrategy.GuardWithIf)
+        out.reorder(xi, ri, xo, rb).gpu_blocks(rb).gpu_threads(xi, ri)
+        lines.append(f"{out.name()}.split(row, rb, ri, {rows}).split(x, xo, xi, {tx})"
+                     ".reorder(xi, ri, xo, rb).gpu_blocks(rb).gpu_threads(xi, ri)")
+    else:  # one value per row
+        out.split(row_var, rb, ri, rows, hl.TailStrategy.GuardWithIf)
+        out.gpu_blocks(rb).gpu_threads(ri)
+        lines.append(f"{out.name()}.split(row, rb, ri, {rows}).gpu_blocks(rb).gpu_threads(ri)")
+    for st in lowered.stages:
+        f = st.func
+        fa = f.args()
+        if st.kind not in REDUCE_KINDS and _inline(f, lines):
+            continue
+        # per-row values of this block's rows, in shared memory; the row is
+        # the outermost dim, a partial's lane (or a stage's x) the innermost
+        f.compute_at(out, rb)
+        two = len(fa) >= 2 and st.kind in ("partial", "materialized")
+        threads = [fa[0], fa[-1]] if two else [fa[-1]]
+        for d in _all_defs(f):
+            d.gpu_threads(*threads)
+        lines.append(f"{f.name()}.compute_at({out.name()}, rb).gpu_threads("
+                     f"{'inner, row' if len(threads) == 2 else 'row'})")
+    return "\n".join(lines)
+
+
+APPLY = {"GpuReduce": apply_gpu_reduce}
