@@ -111,11 +111,30 @@ py::array to_numpy(const Tensor &t) {
     return out;
 }
 
-void run_plan(Plan &plan, const py::sequence &inputs, const py::sequence &outputs, bool profile) {
+// With `contiguous`, an input array whose last axis (extent > 1) is not unit
+// strided is first copied in C order, as np.ascontiguousarray would; the
+// copy lives in `keep` for the call. Saves the Python side a strides check
+// per input per call (~80 ns each, measured on the 2-core VM).
+py::handle contiguous_input(py::handle obj, std::vector<py::array> &keep) {
+    if (!py::isinstance<py::array>(obj)) return obj;  // view_of explains
+    auto arr = py::reinterpret_borrow<py::array>(obj);
+    const py::ssize_t nd = arr.ndim();
+    if (nd == 0 || arr.shape(nd - 1) <= 1 || arr.strides(nd - 1) == arr.itemsize()) return obj;
+    py::array copy = py::array::ensure(obj, py::array::c_style);
+    if (!copy) throw Error(ErrorKind::Runtime, "could not copy a strided input to C order");
+    keep.push_back(std::move(copy));
+    return keep.back();
+}
+
+void run_plan(Plan &plan, const py::sequence &inputs, const py::sequence &outputs, bool profile,
+              bool contiguous) {
     std::vector<py::array> keep;
-    keep.reserve(py::len(inputs) + py::len(outputs));
+    keep.reserve(2 * py::len(inputs) + py::len(outputs));
     std::vector<ArrayView> in, out;
-    for (size_t i = 0; i < py::len(inputs); i++) in.push_back(view_of(inputs[i], "plan input " + std::to_string(i), keep));
+    for (size_t i = 0; i < py::len(inputs); i++) {
+        py::object obj = inputs[i];
+        in.push_back(view_of(contiguous ? contiguous_input(obj, keep) : obj, "plan input " + std::to_string(i), keep));
+    }
     for (size_t i = 0; i < py::len(outputs); i++) {
         out.push_back(view_of(outputs[i], "plan output " + std::to_string(i), keep));
     }
@@ -180,7 +199,9 @@ PYBIND11_MODULE(_rt, m) {
         .def(py::init(&make_plan), py::arg("kernels"), py::arg("steps"), py::arg("buffers"), py::arg("n_inputs"),
              py::arg("n_outputs"))
         .def("run", &run_plan, py::arg("inputs"), py::arg("outputs"), py::arg("profile") = false,
-             "run every step once, GIL released; validates all buffers before any kernel runs")
+             py::arg("contiguous") = false,
+             "run every step once, GIL released; validates all buffers before any kernel runs; "
+             "contiguous: copy inputs whose last axis is strided instead of refusing them")
         .def("last_timings", &Plan::last_timings, "seconds per step of the last profiled run")
         .def_property_readonly("n_inputs", &Plan::n_inputs)
         .def_property_readonly("n_outputs", &Plan::n_outputs)

@@ -237,8 +237,8 @@ class HalideExecutor:
         self.kernels = kernels
         self.kernel_count = sum(not k.cached for k in kernels)
         layout = plan_layout(graph, [info.group for info in kernels])
-        self.consts = [_prep_input(np.ascontiguousarray(x.params["value"].value))
-                       for x in layout.consts]
+        self.consts = tuple(_prep_input(np.ascontiguousarray(x.params["value"].value))
+                            for x in layout.consts)
         self.out_nodes = layout.out_nodes
         buffers: list = [None] * (layout.n_inputs + len(self.out_nodes))
         buffers += [(list(o.shape), plan_dtype(o.dtype)) for o in layout.intermediates]
@@ -247,15 +247,10 @@ class HalideExecutor:
                              len(self.out_nodes))
         self._out_specs = [(o.shape, o.dtype) for o in self.out_nodes]
         self._out_nbytes = [o.aval.size * o.dtype.itemsize for o in self.out_nodes]
-        self._out_bool = any(o.dtype == np.bool_ for o in self.out_nodes)
         self._out_pos = [graph.outputs.index(o) for o in self.out_nodes]
         # every output a distinct kernel-written array, in order: __call__
         # returns the arrays it allocated (api skips its freshness checks)
         self.fresh_outputs = list(graph.outputs) == self.out_nodes
-        # per input (the avals are fixed per executor): whether the last axis
-        # may need a contiguous copy, its itemsize, whether bool -> uint8
-        self._in_info = [(node.aval.ndim > 0 and node.shape[-1] > 1, node.dtype.itemsize,
-                          node.dtype == np.bool_) for node in graph.inputs]
         self._small_out = [nbytes < POOL_MIN_BYTES for nbytes in self._out_nbytes]
         self._pools = [[] for _ in self.out_nodes]
         self._pool_lock = threading.Lock()
@@ -296,19 +291,15 @@ class HalideExecutor:
         return self._alloc(k)
 
     def __call__(self, inputs, given=None):
-        ins = []
-        for x, (check, itemsize, is_bool) in zip(inputs, self._in_info):
-            if check and x.strides[-1] != itemsize:
-                x = np.ascontiguousarray(x)
-            ins.append(x.view(np.uint8) if is_bool else x)
-        ins += self.consts
+        # the plan copies inputs whose last axis is strided (contiguous=True)
+        # and takes numpy bools for byte-bool kernel arguments
+        ins = tuple(inputs) + self.consts
         if given is None:
             outs = [np.empty(*self._out_specs[k]) if small else self._alloc(k)
                     for k, small in enumerate(self._small_out)]
         else:
             outs = [self._target(k, given, ins) for k in range(len(self._out_specs))]
-        self.plan.run(ins, [o.view(np.uint8) if o.dtype == np.bool_ else o for o in outs]
-                      if self._out_bool else outs, self.profile)
+        self.plan.run(ins, outs, self.profile, True)
         if self.fresh_outputs:
             return outs
         by_node = dict(zip(self.out_nodes, outs))
@@ -321,6 +312,55 @@ class HalideExecutor:
             else:
                 results.append(o.params["value"].value)
         return results
+
+    def fast_call(self, leaf: bool):
+        """(call, call_out) for the api's fast path, or None when this plan's
+        outputs need post-processing (an input or constant returned, one
+        output returned twice). ``call(args)``: args a tuple of plain
+        ndarrays of this executor's avals -> the outputs (the one output
+        itself when ``leaf``; a 0-d one as a numpy scalar). ``call_out(args,
+        out)``: writes a single output into ``out`` when it fits (shape,
+        dtype, writable, unit-stride last axis, no overlap with an input) and
+        returns it, else None. Closures over locals: every attribute lookup
+        of the general path costs ~20 ns; a small call's budget is ~3 us."""
+        if not self.fresh_outputs:
+            return None
+        run, consts, empty = self.plan.run, self.consts, np.empty
+        specs, small, alloc = self._out_specs, self._small_out, self._alloc
+        n_out = len(specs)
+        if n_out == 1 and small[0]:
+            shape, dtype = specs[0]
+            scalar = not shape
+
+            def call(args):
+                o = empty(shape, dtype)
+                run(args + consts, (o,), False, True)
+                return (o[()] if scalar else o) if leaf else [o[()] if scalar else o]
+        else:
+            def call(args):
+                outs = [empty(*specs[k]) if sm else alloc(k) for k, sm in enumerate(small)]
+                run(args + consts, outs, False, True)
+                outs = [o[()] if o.ndim == 0 else o for o in outs]
+                return outs[0] if leaf else outs
+
+        if n_out != 1:
+            return call, None
+        shape, dtype = specs[0]
+        itemsize = dtype.itemsize
+        may_share = np.may_share_memory
+
+        def call_out(args, out):
+            if (type(out) is not np.ndarray or out.shape != shape or out.dtype != dtype
+                    or not out.flags.writeable):
+                return None
+            if shape and shape[-1] > 1 and out.strides[-1] != itemsize:
+                return None
+            for x in args:
+                if may_share(out, x):
+                    return None
+            run(args + consts, (out,), False, True)
+            return out
+        return call, call_out
 
     def timings(self) -> list[float]:
         return list(self.plan.last_timings())

@@ -113,6 +113,16 @@ def test_transposed_view_is_refused(axpb):
     assert col.strides[1] == 4 and col.shape[1] == 1
 
 
+def test_contiguous_copies_a_strided_last_axis(axpb):
+    a = rand(AXPB_SHAPE[::-1], seed=10).T  # last axis stride 48 elements
+    b = np.broadcast_to(rand(AXPB_SHAPE[1:], seed=11), AXPB_SHAPE)
+    out = np.empty(AXPB_SHAPE, np.float32)
+    axpb_plan(axpb).run((a, b[::-1, ::-1]), [out], contiguous=True)
+    np.testing.assert_allclose(out, a * 2 + b[::-1, ::-1], rtol=1e-6)
+    with pytest.raises(ValueError, match="plan output 0: the last axis has a stride"):
+        axpb_plan(axpb).run((a, b), [np.empty(AXPB_SHAPE[::-1], np.float32).T], contiguous=True)
+
+
 def test_zero_dim_buffers(scalar_kernel):
     plan = _rt.Plan([scalar_kernel], [(0, [0, 1])], [((), "float64")] * 2, 1, 1)
     a = np.array(2.5)
