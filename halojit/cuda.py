@@ -13,7 +13,10 @@ import os
 import threading
 from dataclasses import dataclass
 
-from .errors import HalojitError
+from .errors import DeviceError, HalojitError
+
+__all__ = ["Device", "DeviceError", "current_device", "devices", "is_available",
+           "target_capability", "unavailable_reason"]
 
 # Halide 21's CUDA capability features, lowest first (cuda_capability_89/90
 # do not exist there: an sm_90 device runs sm_86 PTX, JIT-compiled by the
@@ -27,16 +30,6 @@ DEFAULT_CAPABILITY = 80
 _CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
 _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
-
-
-class DeviceError(HalojitError, RuntimeError):
-    """A CUDA kernel or artifact cannot run here: no NVIDIA driver, no
-    device, or a device older than the code was compiled for.
-
-    Fix: run on a machine with an NVIDIA GPU and driver, or trace with
-    ``target="host"``; ``f.lower(..., target="host-cuda")`` compiles
-    without one.
-    """
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,16 @@ class ArtifactError(HalojitError, ValueError):
     """A dumped artifact is corrupt, foreign, newer, or dump got bad arguments."""
 
 
+class DeviceError(HalojitError, RuntimeError):
+    """A CUDA kernel or artifact cannot run here: no NVIDIA driver, no
+    device, or a device older than the code was compiled for.
+
+    Fix: run on a machine with an NVIDIA GPU and driver, or trace with
+    ``target="host"``; ``f.lower(..., target="host-cuda")`` compiles
+    without one.
+    """
+
+
 class InternalError(HalojitError, RuntimeError):
     """A bug in halojit: please report it with the message."""
 

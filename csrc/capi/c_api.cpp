@@ -47,6 +47,7 @@ hj_status guarded(Fn fn) {
             case ErrorKind::Type: return HJ_ERROR_TYPE;
             case ErrorKind::Runtime: return HJ_ERROR_RUNTIME;
             case ErrorKind::Artifact: return HJ_ERROR_ARTIFACT;
+            case ErrorKind::Device: return HJ_ERROR_DEVICE;
         }
         return HJ_ERROR_UNKNOWN;
     } catch (const std::bad_alloc &) {

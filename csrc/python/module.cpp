@@ -151,8 +151,9 @@ PYBIND11_MODULE(_rt, m) {
         try {
             if (p) std::rethrow_exception(p);
         } catch (const Error &e) {
-            if (e.kind() == ErrorKind::Artifact) {
-                py::object cls = py::module_::import("halojit.errors").attr("ArtifactError");
+            if (e.kind() == ErrorKind::Artifact || e.kind() == ErrorKind::Device) {
+                py::object cls = py::module_::import("halojit.errors")
+                                     .attr(e.kind() == ErrorKind::Artifact ? "ArtifactError" : "DeviceError");
                 PyErr_SetString(cls.ptr(), e.what());
                 return;
             }

@@ -11,7 +11,8 @@ void to_halide_buffer(const ArrayView &view, const std::string &what, halide_buf
                       halide_dimension_t *dims) {
     auto fail = [&](const std::string &msg) { throw Error(ErrorKind::Value, what + ": " + msg); };
     if (view.ndim < 0) fail("negative ndim");
-    if (!view.data) fail("null data pointer");  // Halide would treat it as a bounds query
+    if (!view.data) fail("null data pointer");
+    const halide_device_interface_t *iface = view.on_device ? device::cuda_interface() : nullptr;  // Halide would treat it as a bounds query
     const int64_t itemsize = view.dtype.itemsize();
     for (int axis = 0; axis < view.ndim; axis++) {
         const int64_t extent = view.shape[axis];
@@ -44,7 +45,12 @@ void to_halide_buffer(const ArrayView &view, const std::string &what, halide_buf
         d.flags = 0;
     }
     *buf = halide_buffer_t{};
-    buf->host = static_cast<uint8_t *>(view.data);
+    if (iface) {  // a device array: the kernel reads it in place, never copies it
+        buf->device = reinterpret_cast<uint64_t>(view.data);
+        buf->device_interface = iface;
+    } else {
+        buf->host = static_cast<uint8_t *>(view.data);
+    }
     buf->type = to_halide_type(view.dtype);
     buf->dimensions = view.ndim;
     buf->dim = dims;

@@ -94,6 +94,7 @@ void load_runtime(const std::string &path) {
                     "'" + path + "' is not a Halide runtime: it has no halide_set_error_handler");
     }
     set_handler(&halojit_error_handler);
+    device::on_runtime_loaded(handle);
     g_runtimes.push_back({key, handle});
 }
 

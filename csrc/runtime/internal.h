@@ -33,3 +33,25 @@ inline halide_type_t to_halide_type(DType t) {
 }
 
 }  // namespace halojit::detail
+
+// CUDA device support (cuda_device.cpp).
+namespace halojit::device {
+
+// Called for every Halide runtime loaded: a host-cuda one has its device
+// functions resolved, kernels bound to primary contexts, and device
+// allocations cached for reuse.
+void on_runtime_loaded(void *handle);
+bool cuda_runtime_loaded();
+// Halide's CUDA device interface; throws Error(Device) without a CUDA runtime.
+const halide_device_interface_t *cuda_interface();
+// Throws Error(Device) with what is missing when a kernel for `kernel_target`
+// (a Halide target string naming cuda_capability_NN) cannot run here.
+void check_cuda_device(const std::string &kernel_target);
+// "0: NVIDIA H100 (capability 9.0); ..." or "" without a driver or device.
+std::string device_description();
+void copy_to_host(halide_buffer_t *buf);  // when device-dirty; throws Error(Runtime)
+void free_device(halide_buffer_t *buf) noexcept;
+void malloc_device(halide_buffer_t *buf);  // throws Error(Device/Runtime)
+void sync_device(halide_buffer_t *buf);
+
+}  // namespace halojit::device

@@ -18,6 +18,11 @@ struct Workspace {
     std::vector<Tensor> memory;
     std::vector<halide_buffer_t> bufs;
     std::vector<halide_dimension_t> dims;  // bufs[i].dim points in here; never resized
+
+    // CUDA plans keep intermediates on the device between calls
+    ~Workspace() {
+        for (halide_buffer_t &b : bufs) device::free_device(&b);
+    }
 };
 
 namespace {
@@ -48,6 +53,9 @@ Plan::Plan(std::vector<std::shared_ptr<Kernel>> kernels, std::vector<Step> steps
     }
     for (size_t k = 0; k < kernels_.size(); k++) {
         if (!kernels_[k]) fail("kernel " + std::to_string(k) + " is null");
+        if (device_target_.empty() && kernels_[k]->target().find("cuda") != std::string::npos) {
+            device_target_ = kernels_[k]->target();
+        }
     }
     for (size_t b = n_io; b < buffers_.size(); b++) {
         const BufferSpec &spec = buffers_[b];
@@ -169,9 +177,16 @@ void Plan::run(const ArrayView *inputs, size_t n_inputs, const ArrayView *output
                                                   shape_text(v.shape, v.ndim) + " " + dtype_name(v.dtype));
             }
         }
+        if (v.on_device && !uses_device()) {
+            throw Error(ErrorKind::Value, name_of(b) + " is a CUDA device array, but this function was compiled "
+                                                       "for the CPU; trace it with target='host-cuda'");
+        }
         detail::to_halide_buffer(v, name_of(b), &bufs[b], dims.data() + dim_at);
+        // a host input of a CUDA plan: the first kernel that reads it copies it over
+        if (uses_device() && b < n_inputs && bufs[b].host) bufs[b].flags |= halide_buffer_flag_host_dirty;
         dim_at += v.ndim;
     }
+    if (uses_device()) device::check_cuda_device(device_target_);
     // 2. Check every binding of a caller buffer against the kernel's metadata.
     for (const Step &step : steps_) {
         const auto &args = kernels_[step.kernel]->arguments();
@@ -195,6 +210,17 @@ void Plan::run(const ArrayView *inputs, size_t n_inputs, const ArrayView *output
             if (ws) plan->release_workspace(std::move(ws));
         }
     } lease{this, acquire_workspace()};
+    // Device copies of host arrays live for this call only (Halide caches the
+    // allocations for reuse); device arrays given by the caller are theirs.
+    struct DeviceCopies {
+        std::vector<halide_buffer_t> *bufs;
+        ~DeviceCopies() {
+            if (!bufs) return;
+            for (halide_buffer_t &b : *bufs) {
+                if (b.host) device::free_device(&b);
+            }
+        }
+    } device_copies{uses_device() ? &bufs : nullptr};
     std::vector<void *> argv(max_args_);
     std::vector<double> timings(profile ? steps_.size() : 0);
     for (size_t s = 0; s < steps_.size(); s++) {
@@ -210,12 +236,24 @@ void Plan::run(const ArrayView *inputs, size_t n_inputs, const ArrayView *output
         detail::clear_kernel_error();
         const auto t0 = std::chrono::steady_clock::now();
         const int rc = kernel.call(argv.data());
+        if (profile && rc == 0 && uses_device()) {  // GPU launches are asynchronous
+            device::sync_device(static_cast<halide_buffer_t *>(argv[args.size() - 1]));
+        }
         if (profile) timings[s] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (rc != 0) {
             std::string msg = detail::take_kernel_error();
             if (msg.empty()) msg = "(Halide gave no message)";
             throw Error(ErrorKind::Runtime, "kernel '" + kernel.name() + "' (step " + std::to_string(s) +
                                                 ") failed with Halide error " + std::to_string(rc) + ": " + msg);
+        }
+    }
+    if (uses_device()) {
+        for (size_t b = n_inputs; b < n_io; b++) {
+            if (bufs[b].host) {
+                device::copy_to_host(&bufs[b]);
+            } else {
+                device::sync_device(&bufs[b]);  // a device output is complete when run() returns
+            }
         }
     }
     if (profile) {

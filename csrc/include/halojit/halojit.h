@@ -45,7 +45,8 @@ typedef enum hj_status {
     HJ_ERROR_RUNTIME = 3,       /* a kernel failed, or a file could not be loaded */
     HJ_ERROR_ARTIFACT = 4,      /* truncated, corrupt, foreign or newer artifact, or a CPU it cannot run on */
     HJ_ERROR_OUT_OF_MEMORY = 5,
-    HJ_ERROR_UNKNOWN = 6
+    HJ_ERROR_UNKNOWN = 6,
+    HJ_ERROR_DEVICE = 7         /* a CUDA artifact on a machine without a driver, a device, or a recent enough one */
 } hj_status;
 
 typedef enum hj_dtype {

@@ -27,6 +27,7 @@ enum class ErrorKind {
     Type,     // an argument of the wrong kind of object
     Runtime,  // a kernel failed, or a file/symbol could not be loaded
     Artifact, // an artifact that is truncated, corrupt, foreign, newer, or for another CPU
+    Device,   // a CUDA kernel cannot run here: no driver, no device, or an older device
 };
 
 class Error : public std::runtime_error {
@@ -76,6 +77,7 @@ struct ArrayView {
     const int64_t *shape = nullptr;    // ndim entries
     const int64_t *strides = nullptr;  // ndim entries, bytes
     bool writable = true;
+    bool on_device = false;  // data is a CUDA device pointer (DLPack), not host memory
 };
 
 // Byte strides of a C-contiguous array (empty axes count as extent 1).
@@ -208,6 +210,9 @@ public:
     const std::vector<std::shared_ptr<Kernel>> &kernels() const { return kernels_; }
     // Bytes of one workspace (all intermediates of one concurrent call).
     size_t workspace_bytes() const;
+    // Whether a kernel runs on a CUDA device: host inputs are copied to the
+    // device and host outputs back, inside run().
+    bool uses_device() const { return !device_target_.empty(); }
 
 private:
     std::unique_ptr<Workspace> acquire_workspace();
@@ -222,6 +227,7 @@ private:
     mutable std::mutex mutex_;  // guards pool_ and timings_
     std::vector<std::unique_ptr<Workspace>> pool_;
     std::vector<double> timings_;
+    std::string device_target_;  // a CUDA kernel's target; empty for a CPU-only plan
 };
 
 // ---------------------------------------------------------------- artifacts
