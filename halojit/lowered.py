@@ -16,6 +16,7 @@ class LoweredGroup:
     scheduler: str = ""
     compile_seconds: float = 0.0
     cached: bool = False
+    ptx: str = ""  # CUDA device code when compiled for a CUDA target
 
     def __repr__(self):
         return f"<group {self.kernel}: {', '.join(self.ops)} ({self.scheduler})>"
@@ -46,7 +47,7 @@ def describe(spec, backend, target) -> Lowered:
     groups = []
     for k in getattr(ex, "kernels", []):
         groups.append(LoweredGroup(k.ops, k.fn_name, k.schedule, k.stmt, k.spec,
-                                   k.compile_seconds, k.cached))
+                                   k.compile_seconds, k.cached, k.ptx))
     annotate = None
     if groups:
         where = {n: g.fn_name for g in ex.kernels for n in g.group.nodes}

@@ -66,6 +66,11 @@ class KernelInfo:
     def stmt(self) -> str:
         return _read(self.stmt_path)
 
+    @property
+    def ptx(self) -> str:
+        """The kernel's CUDA device code (PTX) when compiled for a CUDA target, else ""."""
+        return _read(self.so_path.with_suffix(".device_code"))
+
 
 def _read(path):
     try:
