@@ -20,11 +20,11 @@ def _find_installed_native_parts():
 
 _find_installed_native_parts()
 
-from . import errors
+from . import cuda, errors
 from .api import TracedFunction, trace
 from .config import get_config as config
-from .errors import (ArtifactError, CompileError, DTypeError, HalojitError, ShapeError,
-                     TraceError, TraceWarning, UnsupportedError)
+from .errors import (ArtifactError, CompileError, DeviceError, DTypeError, HalojitError,
+                     ShapeError, TraceError, TraceWarning, UnsupportedError)
 from .graph.tracer import exclude_from_trace
 
 __version__ = "0.1.0"

@@ -13,10 +13,12 @@ import os
 import threading
 from dataclasses import dataclass
 
+import numpy as np
+
 from .errors import DeviceError, HalojitError
 
-__all__ = ["Device", "DeviceError", "current_device", "devices", "is_available",
-           "target_capability", "unavailable_reason"]
+__all__ = ["Device", "DeviceError", "call_on_device", "current_device", "devices", "from_dlpack",
+           "is_available", "is_device_array", "target_capability", "to_device", "unavailable_reason"]
 
 # Halide 21's CUDA capability features, lowest first (cuda_capability_89/90
 # do not exist there: an sm_90 device runs sm_86 PTX, JIT-compiled by the
@@ -151,3 +153,112 @@ def parallelism() -> int:
     """Anderson2021's ``parallelism``: the streaming multiprocessors to fill
     (the current device's, else an A100's 108)."""
     return current_device().multiprocessors if is_available() else 108
+
+
+# -- device arrays ---------------------------------------------------------------------
+_CUDA_DEVICE_TYPES = (2, 13)  # DLPack kDLCUDA, kDLCUDAManaged
+
+
+def is_device_array(a) -> bool:
+    """Whether ``a`` is a CUDA array from a DLPack producer (CuPy, PyTorch,
+    JAX) or a halojit DeviceArray. numpy arrays are host arrays."""
+    if isinstance(a, np.ndarray) or not hasattr(type(a), "__dlpack_device__"):
+        return False
+    try:
+        return a.__dlpack_device__()[0] in _CUDA_DEVICE_TYPES
+    except Exception:  # a producer that cannot say: not ours to take
+        return False
+
+
+def _ensure_runtime() -> None:
+    """Load the host-cuda Halide runtime (built once into the cache dir) and
+    check that a device can run it."""
+    from .generators.compile import host_target, load_runtime
+    load_runtime(host_target("host-cuda"))
+    current_device()
+
+
+def to_device(array) -> "DeviceArray":
+    """A device copy of a numpy array (or anything np.asarray takes)."""
+    from . import _rt
+    _ensure_runtime()
+    return _rt.to_device(np.ascontiguousarray(array))
+
+
+def from_dlpack(obj) -> "DeviceArray":
+    """Borrow a CUDA array from any DLPack producer, zero copy; a DeviceArray
+    is returned as is."""
+    from . import _rt
+    if isinstance(obj, _rt.DeviceArray):
+        return obj
+    _ensure_runtime()
+    return _rt.from_dlpack(obj)
+
+
+def _placeholder(shape, dtype) -> np.ndarray:
+    """A host stand-in for tracing: the right shape and dtype, one element of memory."""
+    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape, (0,) * len(shape),
+                                           writeable=False)
+
+
+def call_on_device(tf, args, kwargs, out=None):
+    """``tf(*args)`` where some arguments live on a CUDA device: they are read
+    in place, and every result is a DeviceArray on that device (a DLPack
+    producer: ``torch.from_dlpack(r)``, ``cupy.from_dlpack(r)``)."""
+    from . import _rt
+    from .api import convert_arg
+    from .errors import UnsupportedError
+    from .generators.build import plan_dtype
+    from .graph.ir import AbstractArray
+    if "cuda" not in tf.target:
+        raise DeviceError(f"{tf.__name__} was traced for target {tf.target!r} but got CUDA device "
+                          "arrays; trace it with target='host-cuda', or pass numpy arrays.")
+    if out is not None:
+        raise UnsupportedError(f"{tf.__name__}: out= is not supported with CUDA device arrays; "
+                               "results come back as new device arrays.")
+    if not tf.symbolic:
+        raise UnsupportedError(f"{tf.__name__}: symbolic=False traces on real values; with CUDA "
+                               "device arrays trace with symbolic=True.")
+    values, avals, runs = [], [], []
+    for i, a in enumerate(args):
+        if is_device_array(a):
+            d = from_dlpack(a)
+            aval = AbstractArray(tuple(d.shape), np.dtype(d.dtype))
+            values.append(_placeholder(aval.shape, aval.dtype))
+            avals.append(aval)
+            runs.append(d)
+        else:
+            v, aval = convert_arg(i, f"arg{i}", a)
+            values.append(v)
+            avals.append(aval)
+            runs.append(v)
+    spec = tf._get_spec(values, avals, kwargs)
+    if spec is None:
+        raise UnsupportedError(f"{tf.__name__} uses exclude_from_trace: it cannot run on device arrays.")
+    ex = spec.executor
+    inputs = runs + [b.read() for b in spec.bindings]
+    plan = getattr(ex, "plan", None)
+    if plan is None:  # zero-size arrays: the numpy backend on host copies
+        host = [np.asarray(x) for x in inputs]
+        return spec.treedef.unflatten([to_device(r) for r in ex(host)])
+    outs = [_rt.DeviceArray(list(o.shape), "bool" if o.dtype == np.bool_ else plan_dtype(o.dtype))
+            for o in ex.out_nodes]
+    plan.run(inputs + list(ex.consts), outs)
+    by_node = dict(zip(ex.out_nodes, outs))
+    results = []
+    for o in ex.graph.outputs:
+        if o in by_node:
+            results.append(by_node[o])
+        elif o.op == "input":
+            r = inputs[o.params["index"]]
+            results.append(r if isinstance(r, _rt.DeviceArray) else to_device(r))
+        else:
+            results.append(to_device(o.params["value"].value))
+    return spec.treedef.unflatten(results)
+
+
+def __getattr__(name):
+    if name == "DeviceArray":  # the C++ class, without importing _rt at import time
+        from . import _rt
+        return _rt.DeviceArray
+    raise AttributeError(f"module 'halojit.cuda' has no attribute {name!r}")

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "device_array.h"
 #include "halojit/runtime.h"
 
 namespace py = pybind11;
@@ -47,6 +48,7 @@ DType dtype_of(const py::dtype &dt, const std::string &what) {
 // The numpy side of the conversion: borrow the array's pointer, shape and
 // byte strides (zero copy). `keep` holds the references for the call.
 ArrayView view_of(py::handle obj, const std::string &what, std::vector<py::array> &keep) {
+    if (py::isinstance<python::DeviceArray>(obj)) return obj.cast<const python::DeviceArray &>().view();
     if (!py::isinstance<py::array>(obj)) {
         throw Error(ErrorKind::Type, what + ": expected a numpy array, got " +
                                          py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
@@ -273,6 +275,7 @@ PYBIND11_MODULE(_rt, m) {
         },
         py::arg("got"), py::arg("want"), py::arg("rtol"), py::arg("atol"),
         "(close, why): the runtime's allclose, as the C API and test vectors use it");
+    python::register_device_array(m);
     m.def("cpu_has_feature", &cpu_has_feature, py::arg("name"), "whether this CPU has an artifact feature name");
     m.attr("ARTIFACT_FORMAT") = kArtifactFormat;
 }

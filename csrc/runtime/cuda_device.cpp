@@ -37,6 +37,7 @@ struct Driver {
 struct HalideDeviceApi {
     const halide_device_interface_t *(*cuda_interface)() = nullptr;
     int (*copy_to_host)(void *, halide_buffer_t *) = nullptr;
+    int (*copy_to_device)(void *, halide_buffer_t *, const halide_device_interface_t *) = nullptr;
     int (*device_free)(void *, halide_buffer_t *) = nullptr;
     int (*device_malloc)(void *, halide_buffer_t *, const halide_device_interface_t *) = nullptr;
     int (*device_sync)(void *, halide_buffer_t *) = nullptr;
@@ -151,11 +152,12 @@ void on_runtime_loaded(void *handle) {
     HalideDeviceApi api;
     api.cuda_interface = cuda_interface;
     sym(handle, "halide_copy_to_host", &api.copy_to_host);
+    sym(handle, "halide_copy_to_device", &api.copy_to_device);
     sym(handle, "halide_device_free", &api.device_free);
     sym(handle, "halide_device_malloc", &api.device_malloc);
     sym(handle, "halide_device_sync", &api.device_sync);
     sym(handle, "halide_get_gpu_device", &api.get_gpu_device);
-    if (!api.copy_to_host || !api.device_free || !api.device_malloc || !api.device_sync || !set_acquire ||
+    if (!api.copy_to_host || !api.copy_to_device || !api.device_free || !api.device_malloc || !api.device_sync || !set_acquire ||
         !set_release) {
         throw Error(ErrorKind::Runtime, "the CUDA Halide runtime lacks halide_copy_to_host, halide_device_free, "
                                         "halide_set_cuda_acquire_context or a sibling; rebuild the kernel cache");
@@ -233,6 +235,18 @@ void copy_to_host(halide_buffer_t *buf) {
     if (!buf->device || !(buf->flags & halide_buffer_flag_device_dirty)) return;
     detail::clear_kernel_error();
     check(g_api.copy_to_host(nullptr, buf), "copying a result from the GPU");
+}
+
+void copy_to_device(halide_buffer_t *buf) {
+    const halide_device_interface_t *iface = cuda_interface();
+    detail::clear_kernel_error();
+    check(g_api.copy_to_device(nullptr, buf, iface), "copying an array to the GPU");
+}
+
+int current_device() {
+    const char *env = std::getenv("HL_GPU_DEVICE");
+    const int d = env && *env ? std::atoi(env) : 0;
+    return d < 0 ? 0 : d;
 }
 
 void free_device(halide_buffer_t *buf) noexcept {

@@ -50,6 +50,8 @@ void check_cuda_device(const std::string &kernel_target);
 // "0: NVIDIA H100 (capability 9.0); ..." or "" without a driver or device.
 std::string device_description();
 void copy_to_host(halide_buffer_t *buf);  // when device-dirty; throws Error(Runtime)
+void copy_to_device(halide_buffer_t *buf);  // when host-dirty (allocates when needed)
+int current_device();  // HL_GPU_DEVICE, else 0: the device kernels run on
 void free_device(halide_buffer_t *buf) noexcept;
 void malloc_device(halide_buffer_t *buf);  // throws Error(Device/Runtime)
 void sync_device(halide_buffer_t *buf);
