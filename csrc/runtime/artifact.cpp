@@ -32,6 +32,7 @@
 #include <utility>
 
 #include "halojit/runtime.h"
+#include "internal.h"
 #include "json.h"
 
 namespace halojit {
@@ -276,8 +277,10 @@ Artifact::Artifact(const std::string &path, const std::string &level) : path_(pa
     // /proc/self/fd/N path must stay unique while its object is loaded: the
     // runtime's descriptor stays open for the life of the process, and each
     // kernel's for the life of this artifact.
-    if (!runtime_loaded()) {
-        const auto &rt = m.at("runtime", M);
+    const auto &rt = m.at("runtime", M);
+    const bool cuda = rt.at("target", M + ".runtime").as_string(M + ".runtime.target").find("cuda") != std::string::npos;
+    // a CUDA artifact needs a runtime with Halide's CUDA half, even when a CPU one is loaded
+    if (!runtime_loaded() || (cuda && !device::cuda_runtime_loaded())) {
         auto *file = new MemoryFile("halojit-runtime",
                                     checked_blob(blob_index(rt.at("blob", M + ".runtime"), M + ".runtime.blob")));
         load_runtime(file->path());  // never unloaded, so `file` is never freed

@@ -189,6 +189,20 @@ def _names(given, default, what, n) -> list[str]:
     return names
 
 
+def _with_cuda(levels: list[Level], target: str) -> list[Level]:
+    """For a function traced for CUDA: each CPU level's host code plus the
+    CUDA kernels for the capability the target names (or the device's; see
+    compile.with_cuda_capability). Loading checks the driver and device."""
+    from dataclasses import replace
+
+    from ..generators.compile import cuda_capability, host_target, is_cuda
+    t = host_target(target)
+    if not is_cuda(t):
+        return levels
+    suffix = f"-cuda-cuda_capability_{cuda_capability(t)}"
+    return [replace(lv, target=lv.target + suffix) for lv in levels]
+
+
 def _resolve_levels(levels) -> list[Level]:
     names = DEFAULT_LEVELS if levels is None else ((levels,) if isinstance(levels, str) else levels)
     out = []
@@ -287,7 +301,7 @@ def dump(tf, path, example_args, *, arg_names=None, output_names=None, test_vect
         if len(ex) != n_args:
             raise ArtifactError(f"dump: extra_examples[{k}] has {len(ex)} arguments, the first "
                                 f"example has {n_args}.")
-    chosen = _resolve_levels(levels)
+    chosen = _with_cuda(_resolve_levels(levels), tf.target)
 
     traced = [_trace_example(tf, ex, dict(static or {})) for ex in examples]
     n_out = len(traced[0].graph.outputs)
