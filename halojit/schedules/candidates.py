@@ -18,17 +18,20 @@ import random
 from ..graph.ir import Graph
 from ..graph.ops import REDUCTION, REGISTRY
 from .autoschedule import ScheduleSpec, default_parallelism, make_spec
-from .templates import TEMPLATES, matmul_fits, row_reduce_fits
+from .templates import TEMPLATES, matmul_fits, row_reduce_fits, sliced_reads, stencil_fits
 
 # Random Adams2019 samples planned per group (a budget usually ends sooner).
 RANDOM_SAMPLES = 256
 
 # template name -> (fits(graph), {param: values}); each grid starts at the defaults.
 TEMPLATE_GRIDS = {
-    "RowReduce": (row_reduce_fits, {"vector": (16, 8, 32), "rows_per_task": (8, 1, 2, 4, 16, 32)}),
+    "RowReduce": (row_reduce_fits, {"block": (4, 2, 8, 16), "rows_per_task": (32, 8, 128),
+                                    "vector": (16, 32, 8)}),
     # tile_m: rows of the register block (templates.MAX_BLOCK_ROWS caps it)
     "Matmul": (matmul_fits, {"tile_m": (8, 4, 6, 10, 12, 14), "tile_n": (64, 32, 128, 256, 512),
                              "vector": (16, 8), "unroll_k": (1, 2, 4)}),
+    "Stencil": (stencil_fits, {"rows": (32, 16, 64, 128), "tile_x": (0, 1024, 512),
+                               "vector": (32, 16), "sliding": (1, 0)}),
 }
 assert set(TEMPLATE_GRIDS) == set(TEMPLATES), "every template needs a tuning grid"
 
@@ -41,11 +44,7 @@ def group_kind(local: Graph) -> str:
         return "matmul"
     if any(REGISTRY[n.op].trait == REDUCTION for n in ops):
         return "reduction"
-    sliced: dict = {}
-    for n in ops:
-        if n.op == "slice":
-            sliced[n.inputs[0]] = sliced.get(n.inputs[0], 0) + 1
-    if any(c >= 2 for c in sliced.values()):
+    if sliced_reads(local) >= 2:
         return "stencil"
     return "elementwise"
 

@@ -376,8 +376,8 @@ class _GroupRun:
             self.compiled[spec.key] = res
             if res.get("status") != OK:
                 self.results[spec.key] = CandidateResult(
-                    spec, res.get("status", ERROR), None, res.get("compile_s"),
-                    str(res.get("message", ""))[:2000])
+                    spec, res.get("status", ERROR), compile_s=res.get("compile_s"),
+                    message=str(res.get("message", ""))[:2000])
                 continue
             path = self.tmp / f"{self.fn_name(spec)}.so"
             path.write_bytes(res["so"])

@@ -38,7 +38,7 @@ def test_lookup_finds_the_recorded_recipe_only_for_its_key(cache):
     (rec,) = tunedb.load_all(candidates=True)
     assert rec.speedup == pytest.approx(2.0)
     assert [c.status for c in rec.candidates] == ["ok", "ok", "crash"]
-    assert "RowReduce;rows_per_task=8" in tunedb.format_records([rec])
+    assert make_spec("RowReduce", {"rows_per_task": "8"}).key in tunedb.format_records([rec])
 
 
 def test_records_of_other_versions_are_not_used(cache):
