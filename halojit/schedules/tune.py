@@ -69,6 +69,10 @@ class GroupReport:
     candidates: list[CandidateResult] = field(default_factory=list)
     recorded: bool = False
     note: str = ""
+    # median over the confirmation rounds of default / best, each round's two
+    # timings back to back (robust to load that comes and goes); None when
+    # the best is the default or was never re-timed
+    paired: float | None = None
 
     @property
     def speedup(self) -> float | None:
@@ -469,6 +473,9 @@ class _GroupRun:
             return
         best = self.winner(ok, base)
         r.best, r.best_s = best.spec, best.seconds
+        ratios = sorted(t[r.default.key] / t[best.spec.key] for t in self.rounds
+                        if best is not base and r.default.key in t and best.spec.key in t)
+        r.paired = ratios[len(ratios) // 2] if ratios else None
         try:
             self.install(best.spec)
             tunedb.save(tunedb.Record(

@@ -3,6 +3,7 @@ list the tuning database, export or import it.
 
     halojit tune model.py:layer --shapes 4096x1024:float32,1024x1024,1024 --budget 60
     halojit tune --list | --export tuning.json | --import tuning.json
+    halojit tune --bench [--size large] [--budget 40] [--only softmax mlp]
 """
 
 from __future__ import annotations
@@ -22,13 +23,22 @@ def add_arguments(p) -> None:
                    help="a module name or a .py path, and a function in it (traced or plain)")
     p.add_argument("--shapes", help="one per positional argument, comma-separated: "
                    "4096x1024:float32 (dtype defaults to float32; 'scalar:float64' for 0-d)")
-    p.add_argument("--budget", type=float, default=60.0, help="seconds for the whole run")
+    p.add_argument("--budget", type=float, default=None,
+                   help="seconds for the whole run (default 60; with --bench, per workload, 40)")
     p.add_argument("--workers", type=int, default=None, help="parallel compiles (default: cores)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random example inputs")
     p.add_argument("--list", action="store_true", help="show the tuning database")
     p.add_argument("--export", metavar="FILE", help="write the tuning database to FILE (JSON)")
     p.add_argument("--import", dest="import_file", metavar="FILE",
                    help="merge FILE (from --export) into the tuning database")
+    p.add_argument("--bench", action="store_true",
+                   help="tune the benchmark workloads and print the table of their reduction, "
+                   "stencil and matmul groups (default vs tuned, recipe)")
+    p.add_argument("--size", default="large", choices=("large", "small", "tiny"),
+                   help="--bench: workload size")
+    p.add_argument("--only", nargs="*", metavar="WORKLOAD", help="--bench: these workloads only")
+    p.add_argument("--all-kinds", action="store_true",
+                   help="--bench: tune and list elementwise groups too")
 
 
 def parse_shapes(text: str) -> list[tuple[tuple[int, ...], np.dtype]]:
@@ -115,12 +125,17 @@ def cmd_tune(args) -> int:
                                    "e.g. --shapes 4096x1024:float32.")
             tf = load_function(args.function)
             inputs = example_inputs(parse_shapes(args.shapes), args.seed)
-            report = tf.tune(*inputs, budget_s=args.budget, workers=args.workers)
+            budget = 60.0 if args.budget is None else args.budget
+            report = tf.tune(*inputs, budget_s=budget, workers=args.workers)
             print(report)
+        if args.bench:
+            from .tune_table import bench_table
+            budget = 40.0 if args.budget is None else args.budget
+            print(bench_table(args.size, budget, args.only, args.all_kinds, args.workers))
         if args.export:
             n = tunedb.export_json(args.export)
             print(f"exported {n} record(s) from {tunedb.db_path()} to {args.export}")
-        if args.list or not (args.function or args.export or args.import_file):
+        if args.list or not (args.function or args.export or args.import_file or args.bench):
             print(tunedb.format_records(tunedb.load_all()))
     except HalojitError as e:
         print(f"halojit tune: {e}", file=sys.stderr)

@@ -242,3 +242,22 @@ def test_a_candidate_must_beat_the_default_in_most_confirmation_rounds():
     assert _GroupRun.winner(run, [d, CandidateResult(a.spec, OK, 0.96)], d) is d
     assert _GroupRun.winner(run, [d, a], d) is a
     assert _GroupRun.winner(run, [a, b], None) is a  # no default: the fastest
+
+
+def test_bench_table_on_tiny_workloads():
+    """`halojit tune --bench`: one row per reduction/stencil/matmul group of
+    the benchmark workloads, with times, speedup and the target tally."""
+    from halojit.schedules.tune_table import TARGET_KINDS, bench_table
+    table = bench_table("tiny", budget_s=3, only=["row_sum", "blur3x3"], progress=False)
+    assert [(name, g.kind) for name, g in table.rows] == [("row_sum", "reduction"),
+                                                          ("blur3x3", "stencil")]
+    assert all(g.default_s and g.best_s and g.speedup >= 1.0 for _, g in table.rows)
+    text = table.markdown()
+    assert text.count("\n| row_sum | sum | reduction |") == 1 and "blur3x3" in text
+    assert f"of 2 {'/'.join(TARGET_KINDS)} groups" in text and "target" in text
+    assert "cores" in table.machine
+    proc = subprocess.run([sys.executable, "-m", "halojit", "tune", "--bench", "--size", "tiny",
+                           "--only", "full_sum", "--budget", "2"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0, proc.stderr
+    assert "| full_sum | sum | reduction |" in proc.stdout and "of 1 " in proc.stdout
