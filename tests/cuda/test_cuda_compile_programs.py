@@ -1,0 +1,147 @@
+"""Compile-only: reductions over the last axis, axis 0 and the whole array,
+movement ops, matmul/einsum and every benchmark workload (small size) become
+GPU-scheduled CUDA kernels and plans; row and full reductions take the
+GpuReduce template, softmax is one kernel launch. Runs without a GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cuda_helpers import TARGET, check_lowered, entries, lower
+import halojit
+from halojit.bench.workloads import workloads
+
+REDUCTIONS = ["sum", "prod", "max", "min", "mean", "var", "std", "any", "all", "argmax", "argmin"]
+AXES = {"last": -1, "axis0": 0, "full": None}
+
+
+def _data(dtype, shape=(6, 40), seed=0):
+    a = np.random.default_rng(seed).standard_normal(shape) * 4
+    return a > 0 if dtype == "bool" else a.astype(dtype)
+
+
+def _reduce(name, axis, keepdims=False):
+    if name in ("argmax", "argmin"):  # numpy's argmax has keepdims only with an axis
+        return lambda x: getattr(np, name)(x, axis=axis)
+    return lambda x: getattr(np, name)(x, axis=axis, keepdims=keepdims)
+
+
+def _gpu_reduce(lo, what):
+    for g in lo.groups:
+        assert g.scheduler.startswith("GpuReduce"), f"{what}: {g!r}, want the GpuReduce template"
+
+
+@pytest.mark.parametrize("axis", list(AXES), ids=list(AXES))
+@pytest.mark.parametrize("name", REDUCTIONS)
+def test_reduction_compiles_for_cuda(name, axis):
+    dtype = "bool" if name in ("any", "all") else "float32"
+    lo = lower(_reduce(name, AXES[axis]), _data(dtype))
+    check_lowered(lo, f"{name}(axis={AXES[axis]})")
+    if axis != "axis0":  # last-axis and full reductions: the hand template
+        _gpu_reduce(lo, f"{name}(axis={AXES[axis]})")
+
+
+# other dtypes and keepdims, sampled (each case is a kernel)
+REDUCTION_SAMPLES = [
+    ("sum", "int32", -1, False), ("sum", "uint8", None, False), ("max", "int32", 0, True),
+    ("mean", "float64", -1, True), ("prod", "float64", None, False),
+    ("min", "float16", -1, False), ("argmax", "float64", -1, False),
+    ("argmin", "int32", None, False), ("var", "float64", 0, False),
+    ("any", "float32", -1, True), ("all", "int32", None, False), ("std", "float32", -1, True),
+]
+
+
+@pytest.mark.parametrize("name,dtype,axis,keepdims", REDUCTION_SAMPLES,
+                         ids=[f"{n}-{d}-{a}{'-keep' if k else ''}" for n, d, a, k in REDUCTION_SAMPLES])
+def test_reduction_dtypes_compile_for_cuda(name, dtype, axis, keepdims):
+    check_lowered(lower(_reduce(name, axis, keepdims), _data(dtype)), f"{name}[{dtype}]")
+
+
+def test_reduction_of_3d_array_compiles_for_cuda():
+    """A 3-D row reduction and a middle-axis one (outside GpuReduce's rows)."""
+    x = _data("float32", (3, 5, 33))
+    check_lowered(lower(lambda x: x.sum(axis=-1) + x.max(axis=1)[:, :1], x), "3-D reductions")
+
+
+MOVEMENT = {
+    "transpose": lambda x: np.transpose(x) * 2,
+    "T_3d": lambda x: x.reshape(2, 3, 40).transpose(2, 0, 1) + 1,
+    "slice_steps": lambda x: x[::2, 1::3] * 2,
+    "negative_steps": lambda x: x[::-1, ::-2] + 1,
+    "reshape": lambda x: x.reshape(12, 20) + 1,
+    "reshape_alone": lambda x: x.reshape(20, 12),
+    "concatenate_axis0": lambda x: np.concatenate([x, x * 2], axis=0),
+    "concatenate_axis1": lambda x: np.concatenate([x, -x], axis=1),
+    "stack": lambda x: np.stack([x, x + 1]),
+    "broadcast": lambda x: x[:, :1] + x[:1, :],
+    "broadcast_to": lambda x: np.broadcast_to(x[0], (3, 40)) * 2,
+    "flip": lambda x: np.flip(x) + 1,
+    "expand_squeeze": lambda x: np.squeeze(np.expand_dims(x, 0), 0) * x,
+    "pad": lambda x: np.pad(x, 1) + 1,
+    "int_index": lambda x: x[2] + x[-1, ::-1],
+}
+
+
+@pytest.mark.parametrize("name", list(MOVEMENT))
+def test_movement_compiles_for_cuda(name):
+    check_lowered(lower(MOVEMENT[name], _data("float32")), name)
+
+
+def test_fancy_indexing_is_not_traced():
+    """Advanced indexing is outside what halojit traces (any target): it
+    raises UnsupportedError at trace time, so it has no CUDA kernel to test."""
+    with pytest.raises(halojit.UnsupportedError, match="indexing"):
+        lower(lambda x: x[[0, 2, 5]] * 2, _data("float32"))
+
+
+LINALG = {
+    "matmul": (lambda a, b: a @ b, [(24, 40), (40, 16)]),
+    "matmul_batched": (lambda a, b: np.matmul(a, b), [(3, 8, 40), (3, 40, 16)]),
+    "matvec": (lambda a, b: a @ b, [(24, 40), (40,)]),
+    "dot": (lambda a, b: np.dot(a, b.T), [(24, 40), (16, 40)]),
+    "einsum_ij_jk": (lambda a, b: np.einsum("ij,jk->ik", a, b), [(24, 40), (40, 16)]),
+    "einsum_bij_bjk": (lambda a, b: np.einsum("bij,bjk->bik", a, b), [(3, 8, 40), (3, 40, 16)]),
+    "matmul_bias_act": (lambda a, b: np.maximum(a @ b + 1, 0), [(24, 40), (40, 16)]),
+}
+
+
+@pytest.mark.parametrize("name", list(LINALG))
+def test_matmul_einsum_compile_for_cuda(name):
+    fn, shapes = LINALG[name]
+    args = [_data("float32", s, seed=i) for i, s in enumerate(shapes)]
+    lo = lower(fn, *args)
+    check_lowered(lo, name)
+    assert any("matmul" in g.ops for g in lo.groups), lo
+
+
+WORKLOADS = {w.name: w for w in workloads("small")}
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_workload_compiles_for_cuda(name):
+    w = WORKLOADS[name]
+    f = halojit.trace(w.fn, target=TARGET)
+    lo = f.lower(*w.inputs())
+    check_lowered(lo, name)
+    # the plan the runtime would run: one step per kernel, built without a device
+    (spec,) = f._cache.values()
+    assert spec.executor.plan.n_steps == lo.kernel_count, (spec.executor.plan.n_steps, lo)
+
+
+@pytest.mark.parametrize("name", ["softmax", "layernorm", "row_sum", "full_sum"])
+def test_row_and_full_reductions_take_gpu_reduce(name):
+    w = WORKLOADS[name]
+    lo = lower(w.fn, *w.inputs())
+    assert lo.kernel_count == 1, lo
+    _gpu_reduce(lo, name)
+
+
+def test_softmax_is_one_kernel_launch():
+    """max, exp, sum and divide of a row in one block: one .entry, no
+    round trip through global memory between the two row reductions."""
+    w = WORKLOADS["softmax"]
+    (g,) = lower(w.fn, *w.inputs()).groups
+    assert entries(g.ptx) == 1, f"softmax launches {entries(g.ptx)} kernels:\n{g.schedule}"
+    assert g.scheduler == "GpuReduce;rows_per_block=8;threads_x=32", g.scheduler
