@@ -54,6 +54,7 @@ def test_report_and_the_record_used_by_a_new_process():
     assert g.default_s == g.candidates[0].seconds
     assert g.best in (g.default, rows, li) and g.best_s <= g.default_s
     assert g.speedup == pytest.approx(g.default_s / g.best_s)
+    assert g.paired is None or g.paired > 0  # default / winner over the confirmation rounds
     assert g.recorded and not report.stopped_by_budget
     assert "reduction" in str(report) and str(g.best) in str(report)
     np.testing.assert_allclose(f(x), funcs.softmax(x), rtol=1e-5)  # rebuilt with the record
