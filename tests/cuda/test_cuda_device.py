@@ -76,8 +76,10 @@ def test_astype_where_clip_on_device(src):
     rng = np.random.default_rng(_seed("astype", src))
     x = random_array(rng, SHAPE, src, -100, 100)
     y = random_array(rng, SHAPE, src, -100, 100)
+    # float -> int outside the int's range is C UB (numpy wraps on x86): in range only
+    inrange = np.abs(x) if x.dtype.kind == "f" else x
     for to in DTYPES:
-        assert_device_matches(lambda x: x.astype(to), (x,))
+        assert_device_matches(lambda x: x.astype(to), (inrange,))
     assert_device_matches(lambda x, y: np.where(x > y, x, y), (x, y))
     if src != "bool":
         assert_device_matches(lambda x: np.clip(x, 0, 50), (x,))
@@ -158,8 +160,7 @@ def test_repeated_calls_and_new_shapes():
         x = rng.standard_normal(shape).astype(np.float32)
         assert_same(f(x), w.fn(x), what=str(shape))
     stats = f.stats()
-    assert stats["compiles"] == 3, stats
-    assert stats["hits"] >= len(shapes) - 3, stats
+    assert (stats["misses"], stats["hits"]) == (3, 3), stats
 
 
 def test_views_empty_and_scalars_on_device():
