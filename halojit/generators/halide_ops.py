@@ -312,9 +312,14 @@ def _tanh(a):
     for c in reversed(_TANH_POLY[:-1]):
         poly = poly * x2 + hl.f32(c)
     small = a * poly
-    big = hl.f32(1) - hl.f32(2) / (_exp(ax * hl.f32(2)) + hl.f32(1))
+    # tanh(10) rounds to 1.0f: clamping 2|x| to 20 keeps Halide's exp in its
+    # normal range (no _exp special cases; +inf gives 1), NaN is patched last.
+    # 4M float32, 2 threads, 2-core VM (shared, 3 runs): 1.60 ms with _exp -> 1.46
+    # ms (a copy: 0.58 ms).
+    e = hl.exp(hl.min(ax * hl.f32(2), hl.f32(20)))
+    big = hl.f32(1) - hl.f32(2) / (e + hl.f32(1))
     big = hl.select(_signbit(a), -big, big)
-    return hl.select(ax < hl.f32(0.5), small, big)
+    return hl.select(hl.is_nan(a), a, hl.select(ax < hl.f32(0.5), small, big))
 
 
 def _expm1(a):
