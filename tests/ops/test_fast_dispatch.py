@@ -94,3 +94,45 @@ def test_small_groups_have_no_parallel_loop():
     assert ".parallel(" not in g.schedule
     big = np.ones((256, 1024), np.float32)
     assert ".parallel(" in f.lower(big).groups[0].schedule
+
+
+def test_fast_path_copies_strided_inputs_and_takes_bools():
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    f = _warm(lambda a, m: np.where(m, a * 2, a) > 10, x, x > 3)
+    t = x.T  # the same shape and dtype, a strided last axis: the plan copies it
+    got = f(t, t > 3)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, np.where(t > 3, t * 2, t) > 10)
+    np.testing.assert_array_equal(f(x[::-1], x[::-1] > 3), np.where(x[::-1] > 3, x[::-1] * 2, x[::-1]) > 10)
+
+
+def test_fast_path_out_checks_and_falls_back():
+    x = np.arange(16, dtype=np.float32)
+    f = _warm(lambda a: a + 1, x)
+    out = np.empty(16, np.float32)
+    assert f(x, out=out) is out
+    np.testing.assert_array_equal(out, x + 1)
+    y = x.copy()
+    assert f(y, out=y) is y  # out= is the input: computed first, then written
+    np.testing.assert_array_equal(y, x + 1)
+    strided = np.zeros(32, np.float32)
+    f(x, out=strided[::2])
+    np.testing.assert_array_equal(strided[::2], x + 1)
+    with pytest.raises(ValueError):
+        f(x, out=np.empty(8, np.float32))
+    with pytest.raises(DTypeError):
+        f(x, out=np.empty(16, np.float64))
+
+
+def test_fast_path_tuple_and_scalar_results():
+    x = np.arange(6, dtype=np.float32)
+    f = _warm(lambda a: a.sum(), x)
+    assert f(x) == 15 and isinstance(f(x), np.floating)
+    g = _warm(lambda a: (a * 2,), x)
+    (r,) = g(x)
+    np.testing.assert_array_equal(r, x * 2)
+    out = np.empty(6, np.float32)
+    (r,) = g(x, out=out)
+    assert r is out
+    s = np.empty((), np.float32)
+    assert f(x, out=s) is s and s == 15
