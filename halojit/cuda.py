@@ -244,17 +244,8 @@ def call_on_device(tf, args, kwargs, out=None):
     outs = [_rt.DeviceArray(list(o.shape), "bool" if o.dtype == np.bool_ else plan_dtype(o.dtype))
             for o in ex.out_nodes]
     plan.run(inputs + list(ex.consts), outs)
-    by_node = dict(zip(ex.out_nodes, outs))
-    results = []
-    for o in ex.graph.outputs:
-        if o in by_node:
-            results.append(by_node[o])
-        elif o.op == "input":
-            r = inputs[o.params["index"]]
-            results.append(r if isinstance(r, _rt.DeviceArray) else to_device(r))
-        else:
-            results.append(to_device(o.params["value"].value))
-    return spec.treedef.unflatten(results)
+    on_device = (lambda v: v if isinstance(v, _rt.DeviceArray) else to_device(v))
+    return spec.treedef.unflatten(ex.assemble(inputs, outs, on_device))
 
 
 def __getattr__(name):

@@ -307,15 +307,20 @@ class HalideExecutor:
         self.plan.run(ins, outs, self.profile, True)
         if self.fresh_outputs:
             return outs
+        return self.assemble(inputs, outs)
+
+    def assemble(self, inputs, outs, other=lambda v: v) -> list:
+        """The graph's outputs from the plan's ``outs``: an output that is an
+        input or a constant is taken from there (through ``other``)."""
         by_node = dict(zip(self.out_nodes, outs))
         results = []
         for o in self.graph.outputs:
             if o in by_node:
                 results.append(by_node[o])
             elif o.op == "input":
-                results.append(inputs[o.params["index"]])
+                results.append(other(inputs[o.params["index"]]))
             else:
-                results.append(o.params["value"].value)
+                results.append(other(o.params["value"].value))
         return results
 
     def fast_call(self, leaf: bool):
