@@ -84,13 +84,12 @@ def cmd_info(args) -> int:
     print(f"python       {sys.version.split()[0]}")
     print(f"host target  {hl.get_host_target()}")
     print("targets      host, host-cuda, or any Halide target string")
+    cap, where = halojit.cuda.target_capability()
     if halojit.cuda.is_available():
-        cap, where = halojit.cuda.target_capability()
         devs = "; ".join(f"{d.index}: {d.name} (sm_{d.capability}, {d.multiprocessors} SMs)"
                          for d in halojit.cuda.devices())
         print(f"cuda         {devs}; host-cuda compiles for sm_{cap} ({where})")
     else:
-        cap, where = halojit.cuda.target_capability()
         print(f"cuda         no device ({halojit.cuda.unavailable_reason()}); host-cuda compiles "
               f"for sm_{cap} ({where}), running needs a GPU")
     print(f"backend      {cfg.backend} (HALOJIT_BACKEND)")

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .config import BACKENDS, get_config
+from .cuda import call_on_device, is_device_array
 from .errors import DTypeError, HalojitError, ShapeError, TraceError, UnsupportedError
 from .graph import tracer as _tracer
 from .graph.interpret import interpret, last_uses
@@ -30,14 +31,6 @@ def _log(msg: str):
 
 
 # -- arguments -------------------------------------------------------------------
-def _is_device_array(a) -> bool:
-    """A non-numpy DLPack producer (the slow path only): see cuda.is_device_array."""
-    if isinstance(a, np.ndarray) or not hasattr(type(a), "__dlpack_device__"):
-        return False
-    from .cuda import is_device_array
-    return is_device_array(a)
-
-
 def convert_arg(i: int, name: str, a) -> tuple[np.ndarray, AbstractArray]:
     """(value, aval) of positional argument ``i``; weak for Python scalars."""
     if isinstance(a, np.ndarray):
@@ -292,8 +285,7 @@ class TracedFunction:
                 return fast[0](args) if out is None else fast[1](args, out)
         if _tracer.current() is not None:  # called inside another trace: inline
             return self.fn(*args, **kwargs)
-        if any(_is_device_array(a) for a in args):  # CuPy/PyTorch/JAX arrays on a GPU
-            from .cuda import call_on_device
+        if any(is_device_array(a) for a in args):  # CuPy/PyTorch/JAX arrays on a GPU
             return call_on_device(self, args, kwargs, out)
         converted = self._convert(args)
         values = [v for v, _ in converted]

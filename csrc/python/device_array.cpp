@@ -130,6 +130,11 @@ ArrayView DeviceArray::view() const {
 }
 
 halide_buffer_t DeviceArray::scratch(void *host) const {
+    // the host side is C-contiguous: the device side must match it
+    if (contiguous_strides(shape_.data(), static_cast<int>(shape_.size()), dtype_.itemsize()) != strides_) {
+        throw Error(ErrorKind::Value, "copying a strided device array to or from the host is not supported; "
+                                      "make it contiguous on the device first");
+    }
     halide_buffer_t b{};
     b.host = static_cast<uint8_t *>(host);
     b.device = reinterpret_cast<uint64_t>(data_);
@@ -141,20 +146,12 @@ halide_buffer_t DeviceArray::scratch(void *host) const {
 }
 
 void DeviceArray::copy_to_host(void *host) const {
-    // the host side is C-contiguous: a second buffer over it with those strides
-    std::vector<int64_t> cstrides = contiguous_strides(shape_.data(), static_cast<int>(shape_.size()),
-                                                       dtype_.itemsize());
-    if (cstrides != strides_) throw Error(ErrorKind::Value, "copying a strided device array to the host is not supported; "
-                                                            "make it contiguous on the device first");
     halide_buffer_t b = scratch(host);
     b.flags = halide_buffer_flag_device_dirty;
     device::copy_to_host(&b);
 }
 
 void DeviceArray::copy_from_host(const void *host) {
-    std::vector<int64_t> cstrides = contiguous_strides(shape_.data(), static_cast<int>(shape_.size()),
-                                                       dtype_.itemsize());
-    if (cstrides != strides_) throw Error(ErrorKind::Value, "copying into a strided device array is not supported");
     halide_buffer_t b = scratch(const_cast<void *>(host));
     b.flags = halide_buffer_flag_host_dirty;
     device::copy_to_device(&b);
@@ -171,9 +168,7 @@ void register_device_array(py::module_ &m) {
              }),
              py::arg("shape"), py::arg("dtype"), "uninitialised device memory (C-contiguous)")
         .def_property_readonly("shape", [](const DeviceArray &a) { return py::tuple(py::cast(a.shape())); })
-        .def_property_readonly("dtype", [](const DeviceArray &a) {
-            return py::dtype(a.dtype().code == 1 && a.dtype().bits == 1 ? std::string("bool") : dtype_name(a.dtype()));
-        })
+        .def_property_readonly("dtype", [](const DeviceArray &a) { return py::dtype(dtype_name(a.dtype())); })
         .def_property_readonly("ndim", [](const DeviceArray &a) { return a.shape().size(); })
         .def_property_readonly("device_id", &DeviceArray::device_id)
         .def_property_readonly("data_ptr", [](const DeviceArray &a) { return reinterpret_cast<uintptr_t>(a.data()); })
@@ -215,8 +210,7 @@ void register_device_array(py::module_ &m) {
              py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
              py::arg("dl_device") = py::none(), py::arg("copy") = py::none())
         .def("numpy", [](const DeviceArray &a) {
-                 std::string name = a.dtype().code == 1 && a.dtype().bits == 1 ? "bool" : dtype_name(a.dtype());
-                 py::array out(py::dtype(name), a.shape());
+                 py::array out(py::dtype(dtype_name(a.dtype())), a.shape());
                  {
                      py::gil_scoped_release release;
                      if (out.size()) a.copy_to_host(out.mutable_data());
@@ -253,8 +247,7 @@ void register_device_array(py::module_ &m) {
          "borrow a CUDA array from any DLPack producer (zero copy); raises ValueError for host arrays");
     m.def("to_device", [](py::array arr) {
              arr = py::array::ensure(arr, py::array::c_style);
-             std::string name = py::str(arr.dtype().attr("name")).cast<std::string>();
-             DType dt = name == "bool" ? DType{1, 1} : dtype_from_name(name);
+             DType dt = dtype_from_name(py::str(arr.dtype().attr("name")).cast<std::string>());
              std::vector<int64_t> shape(arr.shape(), arr.shape() + arr.ndim());
              auto out = std::make_shared<DeviceArray>(dt, shape);
              if (arr.size()) out->copy_from_host(arr.data());

@@ -191,9 +191,9 @@ void check_cuda_device(const std::string &kernel_target) {
         throw Error(ErrorKind::Device, "cannot run a CUDA kernel: " + g_driver.problem +
                                            ". Trace with target='host' to run on the CPU.");
     }
-    const char *env = std::getenv("HL_GPU_DEVICE");
-    const int d = env && *env ? std::atoi(env) : 0;
-    if (d < 0 || static_cast<size_t>(d) >= g_driver.capabilities.size()) {
+    const int d = current_device();
+    if (static_cast<size_t>(d) >= g_driver.capabilities.size()) {
+        const char *env = std::getenv("HL_GPU_DEVICE");
         throw Error(ErrorKind::Device, "HL_GPU_DEVICE=" + std::string(env ? env : "") + " names CUDA device " +
                                            std::to_string(d) + ", but this machine has " +
                                            std::to_string(g_driver.capabilities.size()));

@@ -43,7 +43,7 @@ def gpu_reduce_fits(graph) -> bool:
     for node in graph.nodes:
         if node.op == "matmul":
             return False
-        if node.op in REDUCTIONS or node.op in ("argmax", "argmin"):
+        if node.op in REDUCTIONS:
             found = True
             n_in = node.inputs[0].aval.ndim
             if node.params["axes"] != (n_in - 1,) and not (out.ndim == 0 and n_in >= 1):
@@ -79,12 +79,11 @@ def gpu_fallback_chain(spec):
 
 
 def _int(params, key):
-    try:
-        v = int(params[key])
-    except (KeyError, ValueError):
-        raise HalojitError(f"GPU template parameter {key}={params.get(key)!r}: expected an integer.")
-    if not 1 <= v <= 1024:
-        raise HalojitError(f"GPU template parameter {key}={v}: expected 1..1024.")
+    """templates._int, capped at CUDA's 1024 threads per block."""
+    from .templates import _int as positive
+    v = positive(params, key)
+    if v > 1024:
+        raise HalojitError(f"GPU template parameter {key}={v}: expected at most 1024.")
     return v
 
 
