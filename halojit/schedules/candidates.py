@@ -18,7 +18,7 @@ import random
 from ..graph.ir import Graph
 from ..graph.ops import REDUCTION, REGISTRY
 from .autoschedule import ScheduleSpec, default_parallelism, make_spec
-from .templates import TEMPLATES, matmul_fits, row_reduce_fits, sliced_reads, stencil_fits
+from .templates import TEMPLATES, elementwise_fits, matmul_fits, row_reduce_fits, sliced_reads, stencil_fits
 
 # Random Adams2019 samples planned per group (a budget usually ends sooner).
 RANDOM_SAMPLES = 256
@@ -26,12 +26,13 @@ RANDOM_SAMPLES = 256
 # template name -> (fits(graph), {param: values}); each grid starts at the defaults.
 TEMPLATE_GRIDS = {
     "RowReduce": (row_reduce_fits, {"block": (4, 2, 8, 16), "rows_per_task": (32, 8, 128),
-                                    "vector": (16, 32, 8)}),
+                                    "vector": (16, 32, 64, 8)}),
     # tile_m: rows of the register block (templates.MAX_BLOCK_ROWS caps it)
     "Matmul": (matmul_fits, {"tile_m": (8, 4, 6, 10, 12, 14), "tile_n": (64, 32, 128, 256, 512),
                              "vector": (16, 8), "unroll_k": (1, 2, 4)}),
     "Stencil": (stencil_fits, {"rows": (32, 16, 64, 128), "tile_x": (0, 1024, 512),
-                               "vector": (32, 16), "sliding": (1, 0)}),
+                               "vector": (32, 16, 64), "sliding": (1, 0)}),
+    "Elementwise": (elementwise_fits, {"vector": (64, 32, 128, 16), "task_kib": (1024, 256, 4096)}),
 }
 assert set(TEMPLATE_GRIDS) == set(TEMPLATES), "every template needs a tuning grid"
 

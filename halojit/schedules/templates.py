@@ -28,6 +28,10 @@ TEMPLATES = {
                 "rows (x tiles of tile_x columns, 0 = the whole width), intermediate "
                 "stages computed per output row and kept as a sliding window over the "
                 "strip (sliding=1) or per strip (sliding=0)"),
+    "Elementwise": ({"vector": "64", "task_kib": "1024"},
+                    "elementwise groups: parallel tasks of about task_kib KiB of output, "
+                    "rows vectorized vector lanes wide (several native vectors per "
+                    "iteration: loads issued ahead of long math chains)"),
 }
 
 
@@ -80,6 +84,25 @@ def stencil_fits(graph) -> bool:
     if any(n.op == "matmul" or n.op in REDUCTIONS for n in graph.nodes):
         return False
     return sliced_reads(graph) >= 2
+
+
+def elementwise_fits(graph) -> bool:
+    """One output whose last axis is at least 16 wide, computed only by
+    elementwise ops and broadcasts (no reduction, matmul, movement that
+    reorders or slices, or integer power, whose lowering is a stage with an
+    update): every value inlines into the output and is read in order."""
+    from ..graph.ops import ELEMENTWISE, REGISTRY
+    if len(graph.outputs) != 1:
+        return False
+    out = graph.outputs[0].aval
+    if out.ndim < 1 or out.shape[-1] < 16:
+        return False
+    for n in graph.nodes:
+        if n.op in ("input", "constant", "broadcast_to"):
+            continue
+        if REGISTRY[n.op].trait != ELEMENTWISE or (n.op == "power" and n.dtype.kind in "iu"):
+            return False
+    return True
 
 
 def _vectorize(f, var, factor: int):
@@ -375,6 +398,69 @@ def apply_stencil(lowered, params) -> str:
     return "\n".join(lines)
 
 
+def apply_elementwise(lowered, params) -> str:
+    """Rows vectorized ``vector`` lanes wide (4 AVX-512 float32 vectors by
+    default), parallel tasks of about ``task_kib`` KiB of output; rows
+    longer than a task are cut into column chunks.
+
+    Why wide: a long math chain per element (tanh, exp) fills the core's
+    out-of-order window with one vector's arithmetic, so the next loads
+    are issued late; once the arrays leave the cache every iteration waits
+    on memory. Four independent vectors per iteration keep loads in
+    flight. Measured (best of 9, 2-core x86-64 AVX-512 KVM VM, float32,
+    strict_float, the halojit float32 tanh on (16384, 1024) into a
+    preallocated output): Adams2019's 16-lane schedule 16-19 ms, 32 lanes
+    6.0 ms, 64 lanes 5.5 ms, 16 lanes unrolled 4x 8.0 ms; on (4096, 1024),
+    in cache, 1.50 -> 1.26 ms."""
+    vector, task_kib = _int(params, "vector"), _int(params, "task_kib")
+    fix_extents(lowered)
+    out = lowered.outputs[0]
+    node = lowered.graph.outputs[0]
+    shape = node.shape
+    width = shape[-1]
+    while vector > 16 and vector > width:
+        vector //= 2
+    per_task = max(vector, task_kib * 1024 // max(1, node.dtype.itemsize))
+    args = out.args()  # Halide order: args[0] is numpy's last axis
+    x, outer = args[0], list(args[1:])
+    guard = hl.TailStrategy.GuardWithIf
+    lines = []
+    row = None
+    if outer:
+        row = outer[0]
+        for k, v in enumerate(outer[1:]):
+            fused = hl.Var(f"row{k}")
+            out.fuse(row, v, fused)
+            row = fused
+        if len(outer) > 1:
+            lines.append(f"{out.name()}.fuse(outer dims -> row)")
+    n_rows = 1
+    for d in shape[:-1]:
+        n_rows *= d
+    xi = x
+    if width > per_task or row is None:
+        chunk = max(vector, per_task // vector * vector)
+        xo, xi = hl.Var("xo"), hl.Var("xi")
+        out.split(x, xo, xi, chunk, guard)
+        if row is not None:
+            task = hl.Var("task")
+            out.reorder(xi, xo, row).fuse(xo, row, task).parallel(task)
+            lines.append(f"{out.name()}.split(x, xo, xi, {chunk}).fuse(xo, row, task).parallel(task)")
+        else:
+            out.parallel(xo)
+            lines.append(f"{out.name()}.split(x, xo, xi, {chunk}).parallel(xo)")
+    else:
+        rows = max(1, min(n_rows, per_task // width))
+        ro, ri = hl.Var("ro"), hl.Var("ri")
+        out.split(row, ro, ri, rows, guard).parallel(ro)
+        lines.append(f"{out.name()}.split(row, ro, ri, {rows}).parallel(ro)")
+    _vectorize(out, xi, vector)
+    lines.append(f"    .vectorize({xi.name()}, {vector})")
+    for st in lowered.stages:  # shared values: inlined (computed once per lane by CSE)
+        st.func.compute_inline()
+    return "\n".join(lines)
+
+
 def apply_template(lowered, name: str, params: dict) -> str:
     if name == "RowReduce":
         if not row_reduce_fits(lowered.graph):
@@ -388,4 +474,8 @@ def apply_template(lowered, name: str, params: dict) -> str:
         if not stencil_fits(lowered.graph):
             raise HalojitError("Stencil does not apply to this group")
         return apply_stencil(lowered, params)
+    if name == "Elementwise":
+        if not elementwise_fits(lowered.graph):
+            raise HalojitError("Elementwise does not apply to this group")
+        return apply_elementwise(lowered, params)
     raise HalojitError(f"unknown template {name!r}; expected one of {sorted(TEMPLATES)}.")

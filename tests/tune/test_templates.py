@@ -1,4 +1,5 @@
-"""Hand templates from the tuning grids (Stencil, blocked RowReduce) against
+"""Hand templates from the tuning grids (Stencil, blocked RowReduce,
+Elementwise) against
 numpy on random data, at shapes with tails: rows not a multiple of the block
 or strip, widths not a multiple of the vector, extents below a tile."""
 
@@ -8,7 +9,8 @@ import numpy as np
 import pytest
 
 import halojit
-from halojit.schedules.templates import row_reduce_fits, stencil_fits
+from halojit.generators.build import SERIAL_MAX_ELEMENTS
+from halojit.schedules.templates import elementwise_fits, row_reduce_fits, stencil_fits
 
 from test_candidates import local_graphs
 
@@ -55,6 +57,56 @@ def test_fits():
     assert stencil_fits(b) and stencil_fits(lp)
     assert not any(stencil_fits(g) for g in (sm, ew, sh))
     assert row_reduce_fits(sm) and not row_reduce_fits(b)
+    assert elementwise_fits(ew)
+    assert not any(elementwise_fits(g) for g in (b, lp, sm, sh))
+    (narrow,) = local_graphs(lambda a: a * 2 + 1, np.ones((64, 8), np.float32))
+    (tr,) = local_graphs(lambda a: a.T * 2 + 1, x)
+    i = np.ones((16, 16), np.int32)
+    (ipow,) = local_graphs(lambda a, e: a ** e, i, i)  # a stage with an update
+    assert not any(elementwise_fits(g) for g in (narrow, tr, ipow))
+
+
+@np.errstate(invalid="ignore")  # inf * 0 in the reference, as in the kernel
+def gelu(x):
+    return 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+
+@pytest.mark.parametrize("shape,params", [
+    ((37, 83), {"vector": 64, "task_kib": 1}),     # 83 = 64 + 19: guarded tail, 3 rows a task
+    ((5, 3000), {"vector": 32, "task_kib": 4}),    # rows longer than a task: column chunks
+    ((3, 4, 50), {"vector": 128, "task_kib": 1}),  # 3-D, fused rows; vector above the width
+    ((7001,), {"vector": 16, "task_kib": 2}),      # 1-D: chunks of 512
+])
+def test_elementwise_matches_numpy(shape, params):
+    x = rand(*shape, seed=len(shape))
+    x.flat[:4] = [np.nan, np.inf, -np.inf, 0.0]
+    # atol: 1 + tanh cancels for negative x; a 1-ulp tanh difference shows there
+    np.testing.assert_allclose(run_template(gelu, "Elementwise", params, x), gelu(x),
+                               rtol=2e-6, atol=1e-6)
+
+
+def test_elementwise_broadcast_and_mixed_dtypes():
+    x = np.random.default_rng(4).integers(-100, 100, (33, 70), dtype=np.int16)
+    b = rand(70, seed=5).astype(np.float64)
+    fn = lambda x, b: np.maximum(x * 0.5 + b, 0) > 1  # bool output from int16 and float64
+    got = run_template(fn, "Elementwise", {"vector": 64, "task_kib": 1}, x, b)
+    np.testing.assert_array_equal(got, fn(x, b))
+
+
+def test_large_elementwise_group_defaults_to_the_template():
+    """Above the serial threshold an elementwise group takes Elementwise
+    (wide vectors: 3.6x on the GELU benchmark, see build.default_spec); a
+    strided view input and a broadcast row still give numpy's answer."""
+    rows = SERIAL_MAX_ELEMENTS // 64 + 3
+    base = rand(rows, 130, seed=6)
+    x = base[:, 1:129]  # non-contiguous rows of 128
+    b = rand(128, seed=7)
+    f = halojit.trace(lambda x, b: gelu(x + b))
+    (g,) = f.lower(x, b).groups
+    assert g.scheduler.startswith("Elementwise"), g.scheduler
+    before = base.copy()
+    np.testing.assert_allclose(f(x, b), gelu(x + b), rtol=2e-6, atol=1e-6)
+    np.testing.assert_array_equal(base, before)
 
 
 @pytest.mark.parametrize("shape,params", [
