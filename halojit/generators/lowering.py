@@ -256,6 +256,8 @@ def _reducer(op, dt):
             ct = hl.Float(64)                   # more accurate than numpy's pairwise sum
         return ct, hl.cast(ct, 0), H.BINARY["add"]
     if op == "prod":
+        if dt.kind == "f" and dt.itemsize < 8:  # as sums: float32 lane chains of a
+            ct = hl.Float(64)                   # large product drift by 1e-3
         return ct, (hl.cast(ct, 1) if dt.kind != "b" else H.literal(True, dt)), \
             H.BINARY["multiply"]
     if op in ("max", "min"):
@@ -279,6 +281,34 @@ def _reducer(op, dt):
 LANES = 16
 SPLIT_MIN = 4 * LANES
 CHUNKS = 64
+# Chunks of the last axis (a full 1-D reduction) need that many elements in
+# all (smaller inputs are compiled for one core: build.SERIAL_MAX_ELEMENTS)
+# and at least LAST_CHUNK_VECTORS vectors each; chunks of another reduced
+# axis need it OUTER_CHUNKS_MIN long.
+LAST_CHUNK_MIN = 1 << 15
+LAST_CHUNK_VECTORS = 1024
+LAST_CHUNKS = 16
+OUTER_CHUNKS_MIN = 16
+
+
+def chunking(in_shape, axes, out_shape):
+    """How lower_reduce cuts a reduction into parallel chunks: ("outer", axis)
+    chunks another reduced axis, ("last", None) the last axis itself (a full
+    1-D reduction; only when the output is too small to give the cores work),
+    (None, None) none (one partial per lane)."""
+    last = len(in_shape) - 1
+    n = in_shape[last] if in_shape else 0
+    if not axes or last not in axes or n < SPLIT_MIN:
+        return None, None
+    outer = [a for a in axes if a != last]
+    # the longest other reduced axis (the outermost of equals)
+    o = max(outer, key=lambda a: (in_shape[a], -a)) if outer else None
+    if outer and in_shape[o] >= OUTER_CHUNKS_MIN:
+        return "outer", o
+    out_size = int(np.prod(out_shape, dtype=np.int64))
+    if out_size < CHUNKS and n >= LAST_CHUNK_MIN:
+        return "last", None
+    return ("outer", o) if outer else (None, None)
 
 
 def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
@@ -309,18 +339,23 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
         return idx
 
     if last in axes and n >= SPLIT_MIN:
-        # lanes over the last axis; with more reduced axes, also CHUNKS pure
-        # chunks of the outermost one, so that a full sum runs in parallel
+        # lanes over the last axis, and CHUNKS pure chunks so that a full
+        # reduction runs in parallel: chunks of the longest other reduced
+        # axis when it is long enough, else chunks of the last axis itself
+        # when the output is too small to give the cores work
         outer = [a for a in axes if a != last]
         lane, chunk = hl.Var("lane"), hl.Var("chunk")
         part = hl.Func(lw.fresh(op + "_part"))
-        if outer:
-            o, mid = outer[0], outer[1:]
+        vecs = n // LANES
+        main = vecs * LANES  # the last axis' elements the partials cover
+        how, o = chunking(x.shape, axes, node.shape)
+        if how == "outer":
+            mid = [a for a in outer if a != o]
             extent = x.shape[o]
             chunks = min(extent, CHUNKS)
             size = -(-extent // chunks)
             pvars = out_vars + [chunk, lane]
-            rk = hl.RDom([hl.Range(0, n // LANES)] + [hl.Range(0, x.shape[a]) for a in reversed(mid)]
+            rk = hl.RDom([hl.Range(0, vecs)] + [hl.Range(0, x.shape[a]) for a in reversed(mid)]
                          + [hl.Range(0, size)])
             # the min is a no-op under the where() below; it tells bounds
             # inference that the last chunk stops at the array's end
@@ -328,18 +363,29 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
                      o: hl.min(chunk * size + rk[len(mid) + 1], extent - 1)}
             rvars.update({a: rk[1 + k] for k, a in enumerate(reversed(mid))})
             rk.where(chunk * size + rk[len(mid) + 1] < extent)
+        elif how == "last":
+            # chunks of ``per`` vectors along the last axis; the other
+            # reduced axes (all short, else "outer") loop inside each chunk
+            chunks = min(LAST_CHUNKS, vecs // LAST_CHUNK_VECTORS)
+            per = vecs // chunks
+            main = chunks * per * LANES  # the rest (< chunks vectors) joins the tail
+            pvars = out_vars + [chunk, lane]
+            rk = hl.RDom([hl.Range(0, per)] + [hl.Range(0, x.shape[a]) for a in reversed(outer)])
+            rvars = {last: (chunk * per + rk[0]) * LANES + lane}
+            rvars.update({a: rk[1 + k] for k, a in enumerate(reversed(outer))})
         else:
             chunks = 1
             pvars = out_vars + [lane]
-            rk = hl.RDom([hl.Range(0, n // LANES)])
+            rk = hl.RDom([hl.Range(0, vecs)])
             rvars = {last: rk.x * LANES + lane}
         _define(part, pvars, init)
         _define(part, pvars, combine(_ref(part, pvars), value(src_index(rvars))))
-        rl = hl.RDom([hl.Range(0, LANES)] + ([hl.Range(0, chunks)] if outer else []))
-        picked = out_vars + ([rl[1], rl[0]] if outer else [rl[0]])
+        chunked = len(pvars) > len(out_vars) + 1
+        rl = hl.RDom([hl.Range(0, LANES)] + ([hl.Range(0, chunks)] if chunked else []))
+        picked = out_vars + ([rl[1], rl[0]] if chunked else [rl[0]])
         _define(f, out_vars, combine(_ref(f, out_vars), _ref(part, picked)))
-        if n % LANES:
-            rt = hl.RDom([hl.Range(n // LANES * LANES, n % LANES)] +
+        if n > main:
+            rt = hl.RDom([hl.Range(main, n - main)] +
                          [hl.Range(0, x.shape[a]) for a in reversed(outer)])
             tail = {last: rt[0]}
             tail.update({a: rt[1 + k] for k, a in enumerate(reversed(outer))})

@@ -1,0 +1,95 @@
+"""Full reductions of large arrays: lowering cuts the per-lane partials into
+chunks (lowering.chunking) that run as parallel tasks; results must stay as
+accurate as the serial lanes were (float32 sums accumulate in float64)."""
+
+import numpy as np
+import pytest
+
+import halojit
+from halojit.generators import lowering
+
+SIZES = [17, 4096, (1 << 15) - 1, 1 << 15, 100003, (1 << 20) + 7, 1 << 22]
+
+
+def _trace(op):
+    return halojit.trace(lambda x: getattr(x, op)())
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_float32_sum_mean_accuracy(n):
+    x = np.random.default_rng(n).standard_normal(n).astype(np.float32) + 0.5
+    ref = x.astype(np.float64).sum()
+    got = _trace("sum")(x)
+    assert got.dtype == np.float32
+    # at least as accurate as numpy's pairwise sum
+    assert abs(float(got) - ref) <= max(abs(float(np.sum(x)) - ref), abs(ref) * 1e-6)
+    np.testing.assert_allclose(_trace("mean")(x), ref / n, rtol=1e-6)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("op", ["max", "min", "prod", "any", "all"])
+def test_other_reductions(n, op):
+    rng = np.random.default_rng(n + 1)
+    if op in ("any", "all"):
+        x = rng.random(n) < (1 / n if op == "any" else 1 - 1 / n)
+    elif op == "prod":
+        x = (1 + rng.standard_normal(n) * 1e-4).astype(np.float32)
+    else:
+        x = rng.standard_normal(n).astype(np.float32)
+    got, want = _trace(op)(x), getattr(x, op)()
+    if op == "prod":  # float32 products round at every step: compare errors
+        ref = np.prod(x.astype(np.float64))
+        assert abs(float(got) - ref) <= max(2 * abs(float(want) - ref), abs(ref) * 1e-5)
+    else:
+        assert got == want
+
+
+@pytest.mark.parametrize("n", [(1 << 20) + 7, 1 << 22])
+def test_integer_sums_exact(n):
+    x = np.random.default_rng(2).integers(-2**31, 2**31 - 1, n, dtype=np.int32)
+    assert _trace("sum")(x) == x.sum()  # numpy sums int32 in int64
+    u = np.random.default_rng(3).integers(0, 255, n, dtype=np.uint8)
+    assert _trace("sum")(u) == u.sum()
+    assert _trace("max")(x) == x.max() and _trace("min")(x) == x.min()
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "min", "prod"])
+def test_nan_and_inf_anywhere(op):
+    n = (1 << 20) + 7
+    for pos in (0, n // 2, n - 1, n - 5):  # a chunk's start, a middle chunk, the tail
+        x = np.ones(n, np.float32)
+        x[pos] = np.nan
+        assert np.isnan(_trace(op)(x))
+        x[pos] = np.inf
+        np.testing.assert_equal(_trace(op)(x), getattr(x, op)())
+
+
+@pytest.mark.parametrize("shape,axis", [((4096, 4096), None), ((3, 1 << 20), None),
+                                        ((2, 300, 1000), None), ((8, 1 << 18), 1)])
+def test_nd(shape, axis):
+    x = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+    f = halojit.trace(lambda x: x.sum(axis=axis))
+    np.testing.assert_allclose(f(x), x.astype(np.float64).sum(axis=axis), rtol=1e-5, atol=1e-3)
+    g = halojit.trace(lambda x: x.max(axis=axis))
+    np.testing.assert_array_equal(g(x), x.max(axis=axis))
+
+
+def test_chunking_choice():
+    # a full 1-D reduction chunks its last axis only once it is large
+    assert lowering.chunking((4096,), (0,), ()) == (None, None)
+    assert lowering.chunking((1 << 24,), (0,), ())[0] == "last"
+    # a row reduction with many rows keeps one partial per lane
+    assert lowering.chunking((4096, 4096), (1,), (4096,)) == (None, None)
+    assert lowering.chunking((4096, 4096), (0, 1), ()) == ("outer", 0)
+    assert lowering.chunking((3, 1 << 20), (0, 1), ())[0] == "last"
+
+
+def test_large_sum_is_parallel():
+    from halojit.schedules import templates
+    if "FullReduce" not in templates.TEMPLATES:
+        pytest.skip("the FullReduce template is not registered")
+    x = np.ones(1 << 24, np.float32)
+    f = halojit.trace(lambda x: x.sum())
+    sched = "\n".join(g.schedule for g in f.lower(x).groups)
+    assert ".parallel(chunk)" in sched
+    assert f(x) == x.size
