@@ -268,7 +268,15 @@ def apply_matmul(lowered, params) -> str:
     avx2 11.1 ms and sse41 31.8 ms for 512x1024 @ 1024x1024 (avx512 6.1).
     OpenBLAS's threads spin for a while after a numpy call and take a core
     from the next kernel (the MLP measured 42 ms right after numpy's):
-    time them apart."""
+    time them apart.
+
+    Small (serial) matmuls with no column tail read B in place, row blocks
+    innermost per column block: the MLP at the benchmark's small size
+    (16x64 @ 64x256 with the gelu epilogue, then @ 256x64), kernel best of
+    2000 runs, packed -> unpacked: 5.9 -> 5.2-5.5 us and 4.1-4.4 -> 2.8-3.3
+    us (same machine, shared with other jobs).
+    With a column tail the unpacked B read gathers in the tail block:
+    (100, 100, 100) 17.8 -> 53.9 us, so those keep the packing."""
     uk = _int(params, "unroll_k")
     out = lowered.outputs[0]
     (mm,) = [s for s in lowered.stages if s.kind == "matmul"]
@@ -285,6 +293,15 @@ def apply_matmul(lowered, params) -> str:
     max_rows = MAX_BLOCK_ROWS if vec * node.dtype.itemsize >= 64 else 6
     rows = max(1, min(_int(params, "tile_m"), max_rows, m))
     panel = max(block, _int(params, "tile_n") // block * block)
+    serial = 2 * flat_rows * n * mm.in_shape[-1] < SERIAL_MAX_FLOPS
+    # Small and no column tail: B read in place, row blocks inside each
+    # column block (its K x block slice stays in L1 for them), no packing
+    # (a copy of all of B per call, for at most a few reuses), one panel (no
+    # out-of-range blocks in a last partial panel). A tail block would read
+    # B through the pack's clamped index: gathers.
+    direct = serial and n % block == 0
+    if direct:
+        panel = n
     fix_extents(lowered)
     # batch dims (A of shape (..., M, K)) stay loops outside the row blocks:
     # a block of rows never straddles two matrices (bounds stay tight)
@@ -293,16 +310,20 @@ def apply_matmul(lowered, params) -> str:
     guard, shift = hl.TailStrategy.GuardWithIf, hl.TailStrategy.ShiftInwards
     out.split(x, xo, xi, panel, guard).split(xi, xi, xii, block, guard)
     out.split(y, yo, yi, rows, shift)
-    out.reorder(xii, yi, xi, yo, *batch, xo)
+    if direct:
+        out.reorder(xii, yi, yo, xi, *batch, xo)
+    else:
+        out.reorder(xii, yi, xi, yo, *batch, xo)
     # enough tasks for the thread pool: split the rows too when panels are few
     panels = -(-n // panel)
     want = 4 * (os.cpu_count() or 2)
     chunks = min(-(-m // rows), -(-want // panels)) if panels < want else 1
     lines = [f"{out.name()}.split(x, xo, xi, {panel}).split(xi, xi, xii, {block})"
-             f".split(y, yo, yi, {rows}).reorder(xii, yi, xi, yo, xo)"]
-    if 2 * flat_rows * n * mm.in_shape[-1] < SERIAL_MAX_FLOPS:  # less work than a pool wake-up
+             f".split(y, yo, yi, {rows})"
+             + (".reorder(xii, yi, yo, xi, xo)" if direct else ".reorder(xii, yi, xi, yo, xo)")]
+    if serial:  # less work than a pool wake-up
         anchor = xo
-        lines.append("    # serial: small")
+        lines.append("    # serial: small" + (", B unpacked" if direct else ""))
     elif batch and panels < want:  # few panels: batch x panels tasks, B packed per task
         out.reorder(xii, yi, xi, yo, xo, *batch).fuse(xo, batch[0], task).parallel(task)
         anchor = task
@@ -322,7 +343,7 @@ def apply_matmul(lowered, params) -> str:
     lines.append(f"    .vectorize(xii, {vec}).unroll(yi)")
     c = mm.func
     j, i, jb = c.args()
-    c.compute_at(out, xi).store_in(hl.MemoryType.Register)
+    c.compute_at(out, yo if direct else xi).store_in(hl.MemoryType.Register)
     c.bound_extent(j, block).bound_extent(i, rows)
     c.vectorize(j, vec).unroll(j).unroll(i)
     r = mm.rdom
@@ -331,16 +352,20 @@ def apply_matmul(lowered, params) -> str:
     if uk > 1:
         upd.unroll(r.x, uk, guard)
     pj = pack.func.args()[0]
-    pack.func.compute_at(out, anchor).vectorize(pj, vec).unroll(pj)
+    if direct:
+        pack.func.compute_inline()
+    else:
+        pack.func.compute_at(out, anchor).vectorize(pj, vec).unroll(pj)
     for st in lowered.stages:
         if st.kind == "materialized":
             st.func.compute_inline()
         elif st not in (mm, pack):
             st.func.compute_root()
-    lines += [f"{c.name()}.compute_at({out.name()}, xi).store_in(Register)"
+    lines += [f"{c.name()}.compute_at({out.name()}, {'yo' if direct else 'xi'}).store_in(Register)"
               f".vectorize(j, {vec}).unroll(j).unroll(i)  # {rows}x{block} accumulators",
               f"{c.name()}.update().reorder(j, i, k).vectorize(j, {vec}).unroll(j).unroll(i)"
               + (f".unroll(k, {uk})" if uk > 1 else ""),
+              f"{pack.func.name()}.compute_inline()" if direct else
               f"{pack.func.name()}.compute_at({out.name()}, {anchor.name()}).vectorize(j, {vec})"]
     return "\n".join(lines)
 
