@@ -13,6 +13,7 @@ import os
 import halide as hl
 
 from ..errors import HalojitError
+from .full_reduce import FULL_REDUCE, apply_full_reduce, full_reduce_fits
 
 # name -> (defaults, doc)
 TEMPLATES = {
@@ -32,6 +33,7 @@ TEMPLATES = {
                     "elementwise groups: parallel tasks of about task_kib KiB of output, "
                     "rows vectorized vector lanes wide (several native vectors per "
                     "iteration: loads issued ahead of long math chains)"),
+    "FullReduce": FULL_REDUCE,
 }
 
 
@@ -499,6 +501,10 @@ def apply_template(lowered, name: str, params: dict) -> str:
         if not stencil_fits(lowered.graph):
             raise HalojitError("Stencil does not apply to this group")
         return apply_stencil(lowered, params)
+    if name == "FullReduce":
+        if not full_reduce_fits(lowered.graph):
+            raise HalojitError("FullReduce does not apply to this group")
+        return apply_full_reduce(lowered, params)
     if name == "Elementwise":
         if not elementwise_fits(lowered.graph):
             raise HalojitError("Elementwise does not apply to this group")
