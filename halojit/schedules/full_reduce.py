@@ -1,6 +1,6 @@
 """The FullReduce template: a reduction to a few values (a full sum, max, ...
 of a large array) whose per-lane partials lowering cut into chunks
-(lowering.chunking), scheduled with the chunks as parallel tasks.
+(generators.chunks.chunking), scheduled with the chunks as parallel tasks.
 
 Adams2019 parallelises the chunks for some shapes and not others (measured on
 a float32 1-D sum with 16 chunks: 1 M and 16 M elements parallel, 1 M + 7 and
@@ -21,9 +21,9 @@ _OPS = ("sum", "prod", "max", "min", "any", "all")
 
 def full_reduce_fits(graph) -> bool:
     """One output, one reduction (no argmax/argmin, no matmul) that lowering
-    chunks (lowering.chunking) into at most CHUNKS outputs; the other nodes
+    chunks (generators.chunks.chunking) into at most CHUNKS outputs; the other nodes
     elementwise or movement (inlined into the partials or the output)."""
-    from ..generators.lowering import CHUNKS, chunking
+    from ..generators.chunks import CHUNKS, chunking
     if len(graph.outputs) != 1:
         return False
     found = None

@@ -110,3 +110,12 @@ def test_two_processes_compiling_the_same_kernel_at_once(tmp_path):
     assert is_valid_so(so, remove=False)
     assert not [p for p in so.parent.iterdir() if p.name.startswith(".")]  # no temp leftovers
     assert _run_script(tmp_path) == 0
+
+
+def test_halide_version_matches_the_installed_wheel():
+    """halide_version reads the dist-info name (importlib.metadata is slow
+    to import); it must agree with the metadata."""
+    from importlib import metadata
+
+    from halojit.runtime.cache import halide_version
+    assert halide_version() == metadata.version("halide")

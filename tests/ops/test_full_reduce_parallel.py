@@ -1,12 +1,12 @@
 """Full reductions of large arrays: lowering cuts the per-lane partials into
-chunks (lowering.chunking) that run as parallel tasks; results must stay as
+chunks (generators.chunks.chunking) that run as parallel tasks; results must stay as
 accurate as the serial lanes were (float32 sums accumulate in float64)."""
 
 import numpy as np
 import pytest
 
 import halojit
-from halojit.generators import lowering
+from halojit.generators import chunks
 
 SIZES = [17, 4096, (1 << 15) - 1, 1 << 15, 100003, (1 << 20) + 7, 1 << 22]
 
@@ -76,12 +76,12 @@ def test_nd(shape, axis):
 
 def test_chunking_choice():
     # a full 1-D reduction chunks its last axis only once it is large
-    assert lowering.chunking((4096,), (0,), ()) == (None, None)
-    assert lowering.chunking((1 << 24,), (0,), ())[0] == "last"
+    assert chunks.chunking((4096,), (0,), ()) == (None, None)
+    assert chunks.chunking((1 << 24,), (0,), ())[0] == "last"
     # a row reduction with many rows keeps one partial per lane
-    assert lowering.chunking((4096, 4096), (1,), (4096,)) == (None, None)
-    assert lowering.chunking((4096, 4096), (0, 1), ()) == ("outer", 0)
-    assert lowering.chunking((3, 1 << 20), (0, 1), ())[0] == "last"
+    assert chunks.chunking((4096, 4096), (1,), (4096,)) == (None, None)
+    assert chunks.chunking((4096, 4096), (0, 1), ()) == ("outer", 0)
+    assert chunks.chunking((3, 1 << 20), (0, 1), ())[0] == "last"
 
 
 def test_large_sum_is_parallel():
