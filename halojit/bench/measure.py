@@ -207,6 +207,10 @@ print(json.dumps({"first_call_s": t, "run_s": min(runs), "import_s": t_import,
 def _child(size: str, name: str, cache_dir: Path) -> dict:
     import halojit
     env = dict(os.environ, HALOJIT_CACHE_DIR=str(cache_dir))
+    # as on a user's machine: Python's bytecode cache on (a sandbox that sets
+    # PYTHONDONTWRITEBYTECODE recompiles halojit's sources in every new
+    # process, ~15 ms of "warm" load that an installed package never pays)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     root = str(Path(halojit.__file__).resolve().parent.parent)  # a checkout or site-packages
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     p = subprocess.run([sys.executable, "-c", _CHILD, size, name], env=env,
