@@ -152,8 +152,10 @@ def apply_row_reduce(lowered, params) -> str:
     x86-64 AVX-512 KVM VM shared with other jobs, float32, strict_float,
     (16384, 1024)): layernorm Adams2019 default 4.89 ms, block 4 / 128 rows
     per task / vector 16 3.98 ms (1.23x; paired rounds 1.28x), blocks of
-    8-16 rows 4.1-4.3 ms. Softmax 6.7 ms against the default's 7.0: its
-    strict exp and per-element division bound it, not the schedule."""
+    8-16 rows 4.1-4.3 ms. Softmax 6.6-6.9 ms (vector 64) against the
+    default's 7.0-7.1: its strict exp takes about 3 ms, the max pass and
+    the subtract most of the rest; the per-row division costs nothing
+    measurable (a multiply in its place: same time)."""
     vector, per_task = _int(params, "vector"), _int(params, "rows_per_task")
     block = _int(params, "block")
     out = lowered.outputs[0]
@@ -386,9 +388,10 @@ def apply_stencil(lowered, params) -> str:
     separable 3x3 blur (4096, 4096): Adams2019 default 4.67 ms (its first
     pass computed 6 rows per 4 output rows), rows 64 / whole width / vector
     32 / sliding 3.64 ms (1.28x; paired rounds 1.25x); strips of 16-32 rows,
-    x tiles and sliding=0 3-10% slower. The bound is the two strict float32
-    divisions per output (x / 3 in each pass; vdivps on 16 lanes ~10
-    cycles): about 3.6 ms on 2 cores, so no schedule gets much further."""
+    x tiles and sliding=0 3-10% slower. (An earlier note here blamed the
+    two x / 3 divisions per output; measured since, a float32 division by
+    a constant or a per-row value runs as fast as a copy on this machine,
+    so the bound is the passes' memory traffic, not the division.)"""
     rows, tile_x = _int(params, "rows"), int(params.get("tile_x", 0))
     vector, sliding = _int(params, "vector"), int(params.get("sliding", 1))
     fix_extents(lowered)
