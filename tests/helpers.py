@@ -192,3 +192,10 @@ def with_values(a, values):
         warnings.simplefilter("ignore")
         flat[:k] = np.array(values[:k]).astype(a.dtype)
     return a
+
+
+def assert_matmul_close(got, want, k):
+    """A matmul result against numpy's: float sums in another order than
+    BLAS, so the error grows like sqrt(k) * eps of the largest value."""
+    scale = np.abs(want).max() if want.size else 1.0
+    np.testing.assert_allclose(got, want, rtol=0, atol=max(scale, 1.0) * 1e-6 * (4 + np.sqrt(k)))

@@ -11,13 +11,9 @@ import pytest
 
 import halojit
 from halojit.bench.workloads import SIZES, gelu, mlp
+from helpers import assert_matmul_close
 
 pytestmark = pytest.mark.level3
-
-
-def _close(got, want, k):
-    scale = np.abs(want).max() if want.size else 1.0
-    np.testing.assert_allclose(got, want, rtol=0, atol=max(scale, 1.0) * 1e-6 * (4 + np.sqrt(k)))
 
 
 # (m, k, n): all serial (2*m*k*n < templates.SERIAL_MAX_FLOPS)
@@ -38,7 +34,7 @@ def test_small_matmul_matches_numpy(m, k, n, dtype):
     f = halojit.trace(lambda a, b: a @ b)
     got = f(a, b)
     assert got.dtype == np.dtype(dtype)
-    _close(got, a @ b, k)
+    assert_matmul_close(got, a @ b, k)
     sched = _schedule(f, a, b)
     assert "Matmul" in sched and "serial" in sched
     # float32 blocks are 32 lanes, float64 ones 16: N % 32 == 0 is unpacked for both
@@ -55,9 +51,9 @@ def test_small_batched_and_epilogue(n):
     w = rng.standard_normal((40, n), dtype=np.float32) * 0.2
     b = rng.standard_normal(n, dtype=np.float32)
     f = halojit.trace(lambda a, w, b: np.maximum(a @ w + b, 0) * 2)
-    _close(f(a, w, b), np.maximum(a @ w + b, 0) * 2, 40)
+    assert_matmul_close(f(a, w, b), np.maximum(a @ w + b, 0) * 2, 40)
     g = halojit.trace(lambda a, w, b: gelu(a @ w + b))
-    _close(g(a, w, b), gelu(a @ w + b), 40)
+    assert_matmul_close(g(a, w, b), gelu(a @ w + b), 40)
 
 
 def test_small_mlp():
@@ -69,7 +65,7 @@ def test_small_mlp():
     w2 = rng.standard_normal((n, k), dtype=np.float32) / np.sqrt(n)
     f = halojit.trace(mlp)
     want = mlp(x, w1, b1, w2)
-    _close(f(x, w1, b1, w2), want, n)
-    _close(f(x, w1, b1, w2), want, n)  # a second (cached-plan) call
+    assert_matmul_close(f(x, w1, b1, w2), want, n)
+    assert_matmul_close(f(x, w1, b1, w2), want, n)  # a second (cached-plan) call
     scheds = [g.schedule for g in f.lower(x, w1, b1, w2).groups]
     assert len(scheds) == 2 and all("B unpacked" in s for s in scheds)
