@@ -7,9 +7,9 @@
 
 namespace halojit::detail {
 
-void to_halide_buffer(const ArrayView &view, const std::string &what, halide_buffer_t *buf,
+void to_halide_buffer(const ArrayView &view, const BufferName &what, halide_buffer_t *buf,
                       halide_dimension_t *dims) {
-    auto fail = [&](const std::string &msg) { throw Error(ErrorKind::Value, what + ": " + msg); };
+    auto fail = [&](const std::string &msg) { throw Error(ErrorKind::Value, what.str() + ": " + msg); };
     if (view.ndim < 0) fail("negative ndim");
     if (!view.data) fail("null data pointer");
     const halide_device_interface_t *iface = view.on_device ? device::cuda_interface() : nullptr;  // Halide would treat it as a bounds query

@@ -3,6 +3,7 @@
 
 #include <HalideRuntime.h>
 
+#include <cstddef>
 #include <string>
 
 #include "halojit/runtime.h"
@@ -21,7 +22,16 @@ std::string take_kernel_error();
 // naming `what`, for strides that are not whole elements, extents or strides
 // outside int32, a null pointer, or a last axis whose stride is not 1 while
 // its extent is > 1 (Halide kernels assume dim 0 is dense).
-void to_halide_buffer(const ArrayView &view, const std::string &what, halide_buffer_t *buf,
+//
+// The name is built only for an error message: a plan converts every caller
+// buffer on every call, and formatting "plan input 3" each time cost more
+// than the conversion (a 4K-element call spends ~1 us in Plan::run).
+struct BufferName {
+    const char *prefix;  // "plan input", "intermediate buffer", ...
+    size_t index;
+    std::string str() const { return std::string(prefix) + " " + std::to_string(index); }
+};
+void to_halide_buffer(const ArrayView &view, const BufferName &what, halide_buffer_t *buf,
                       halide_dimension_t *dims);
 
 inline halide_type_t to_halide_type(DType t) {
