@@ -4,10 +4,12 @@ specialization for their avals, trace and build on a miss, run.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -23,6 +25,19 @@ from .graph.passes import optimize
 from .graph.pytree import TreeDef, flatten
 
 OPT_LEVELS = (0, 1, 2, 3)
+
+try:  # the C call path (csrc/python/dispatch.cpp)
+    from ._rt import Dispatcher as _Dispatcher
+    from ._rt import dispatch_add as _dispatch_add
+    from ._rt import dispatch_clear as _dispatch_clear
+    from ._rt import dispatch_info as _dispatch_info
+    from ._rt import tracing as _rt_tracing
+except ImportError:  # a runtime without it: every call takes the Python path
+    class _Dispatcher:
+        def __call__(self, *args, **kwargs):
+            return self._call(*args, **kwargs)
+
+    _dispatch_add = _dispatch_clear = _dispatch_info = _rt_tracing = None
 
 
 def _log(msg: str):
@@ -138,29 +153,35 @@ class _SpecCache(dict):
     than a key of AbstractArrays. Replacing or removing any entry (a stale
     binding, a tuning run) forgets every fast entry."""
 
-    def __init__(self):
+    def __init__(self, on_forget=None):
         super().__init__()
         self.fast: dict = {}
+        self.on_forget = on_forget  # also forgets the C call path's entries
+
+    def forget_fast(self):
+        self.fast.clear()
+        if self.on_forget is not None:
+            self.on_forget()
 
     def __setitem__(self, key, value):
         if key in self:
-            self.fast.clear()
+            self.forget_fast()
         super().__setitem__(key, value)
 
     def __delitem__(self, key):
-        self.fast.clear()
+        self.forget_fast()
         super().__delitem__(key)
 
     def pop(self, *args):
-        self.fast.clear()
+        self.forget_fast()
         return super().pop(*args)
 
     def popitem(self):
-        self.fast.clear()
+        self.forget_fast()
         return super().popitem()
 
     def clear(self):
-        self.fast.clear()
+        self.forget_fast()
         super().clear()
 
 
@@ -195,8 +216,37 @@ def _array_key(args):
 
 
 # -- the traced function ----------------------------------------------------------------
-class TracedFunction:
-    """A numpy function captured by ``@halojit.trace``; call it like the original."""
+def _forget_native(ref):
+    """A callback for _SpecCache: clears the C call path of the function
+    behind the weak reference ``ref`` (no cycle through the cache)."""
+    def forget():
+        f = ref()
+        if f is not None and _dispatch_clear is not None:
+            _dispatch_clear(f)
+    return forget
+
+
+@contextlib.contextmanager
+def _recording(ctx):
+    """``ctx`` installed as this thread's trace; while any trace records,
+    traced functions take the Python path (which inlines them)."""
+    if _rt_tracing is not None:
+        _rt_tracing(1)
+    try:
+        with _tracer.trace_context(ctx):
+            yield ctx
+    finally:
+        if _rt_tracing is not None:
+            _rt_tracing(-1)
+
+
+class TracedFunction(_Dispatcher):
+    """A numpy function captured by ``@halojit.trace``; call it like the original.
+
+    Calling it enters C (``_rt.Dispatcher``): plain ndarray arguments of a
+    shape and dtype seen before run their compiled plan from there; every
+    other call comes to ``_call``, the general path, which registers what
+    the C side can serve."""
 
     def __init__(self, fn, *, opt_level=3, backend=None, symbolic=True,
                  capture_as_const=False, target=None, autoscheduler=None):
@@ -220,7 +270,7 @@ class TracedFunction:
         self.capture_as_const = bool(capture_as_const)
         self.target = target or cfg.target
         self.autoscheduler = autoscheduler
-        self._cache: _SpecCache = _SpecCache()
+        self._cache: _SpecCache = _SpecCache(_forget_native(weakref.ref(self)))
         self._fast = self._cache.fast  # the same dict, one attribute lookup less per call
         self._lock = threading.RLock()
         self._replay = False
@@ -273,7 +323,7 @@ class TracedFunction:
         return "; ".join(best) or "bound arrays changed"
 
     # -- calling ------------------------------------------------------------------
-    def __call__(self, *args, out=None, **kwargs):
+    def _call(self, *args, out=None, **kwargs):
         fast = self._fast
         if fast and not kwargs:
             try:  # plain ndarrays of a seen shape and dtype: ~1.2 us to the kernels
@@ -298,7 +348,8 @@ class TracedFunction:
             if spec.weak_checks is None and not kwargs:
                 key = _array_key(args)
                 if key is not None:
-                    self._cache.fast[key] = self._fast_entry(spec)
+                    entry = self._cache.fast[key] = self._fast_entry(spec)
+                    self._register_native(args, spec, entry[0])
             return self._run(spec, values, out)
         first = []
         spec = self._get_spec(values, avals, kwargs, None, first)
@@ -376,6 +427,26 @@ class TracedFunction:
             return r if leaf else unflatten([r])
         return call, out_call
 
+    def _register_native(self, args, spec, call):
+        """Hand this specialization to the C call path: the plan itself when
+        its outputs are plain fresh arrays (no pooled buffers, no device),
+        else the fast path's ``call``. Called once per argument signature."""
+        if _dispatch_add is None:
+            return
+        ex = spec.executor
+        leaf = spec.treedef.kind == "leaf"
+        unflatten = None if leaf else spec.treedef.unflatten
+        plan = getattr(ex, "plan", None)
+        native = (plan is not None and getattr(ex, "fresh_outputs", False)
+                  and getattr(ex, "fast_call", None) is not None
+                  and all(getattr(ex, "_small_out", (False,)))
+                  and not getattr(plan, "uses_device", True))
+        if native:
+            _dispatch_add(self, tuple(args), plan, tuple(ex.consts), list(ex._out_specs), leaf,
+                          unflatten, None)
+        else:
+            _dispatch_add(self, tuple(args), None, (), [], True, None, call)
+
     def _run_fast(self, spec: Specialization, values, out=None):
         """_run for plain ndarray arguments of a cached shape, no bindings, no
         weak scalars: only ``out=`` is left to validate."""
@@ -401,7 +472,7 @@ class TracedFunction:
         ctx = _tracer.TraceContext(self.fn, symbolic=self.symbolic,
                                    capture_as_const=self.capture_as_const, eager=eager)
         traced = [ctx.add_input(a, v) for v, a in zip(values, avals)]
-        with _tracer.trace_context(ctx):
+        with _recording(ctx):
             result = self.fn(*traced, **kwargs)
             leaves, treedef = flatten(result, _tracer.is_array_leaf)
             nodes = [ctx.as_node(x) for x in leaves]
@@ -448,7 +519,7 @@ class TracedFunction:
         ctx = _tracer.TraceContext(self.fn, symbolic=False, capture_as_const=self.capture_as_const,
                                    eager=True)
         traced = [ctx.add_input(a, v) for v, a in zip(values, avals)]
-        with _tracer.trace_context(ctx):
+        with _recording(ctx):
             result = self.fn(*traced, **kwargs)
             leaves, treedef = flatten(result, _tracer.is_array_leaf)
             nodes = [ctx.as_node(x) for x in leaves]
@@ -460,7 +531,10 @@ class TracedFunction:
     # -- introspection ---------------------------------------------------------------
     def stats(self) -> dict:
         """Counters: compiles (kernels built), hits, misses, traces, entries."""
-        return dict(self._stats, entries=len(self._cache))
+        stats = dict(self._stats, entries=len(self._cache))
+        if _dispatch_info is not None:
+            stats["hits"] += _dispatch_info(self)[1]
+        return stats
 
     def cache_entries(self) -> list[dict]:
         """One dict per cached specialization: its input avals and static kwargs."""

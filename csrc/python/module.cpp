@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "device_array.h"
+#include "dispatch.h"
 #include "halojit/runtime.h"
 
 namespace py = pybind11;
@@ -19,13 +20,11 @@ using namespace halojit;
 #define HALOJIT_HALIDE_RUNTIME_HEADER ""
 #endif
 
-namespace {
-
-static_assert(sizeof(py::ssize_t) == sizeof(int64_t), "ArrayView borrows numpy's shape/strides arrays");
+namespace halojit::python {
 
 // numpy dtype -> Halide element type. Booleans travel as one-byte uint1;
 // the plan sets the exact type (uint1 or uint8) the kernel asks for.
-DType dtype_of(const py::dtype &dt, const std::string &what) {
+DType numpy_dtype(const py::dtype &dt, const std::string &what) {
     const char kind = dt.kind();
     const int bits = static_cast<int>(dt.itemsize()) * 8;
     const char order = dt.byteorder();
@@ -45,6 +44,27 @@ DType dtype_of(const py::dtype &dt, const std::string &what) {
     throw Error(ErrorKind::Value, what + ": dtype " + py::str(dt).cast<std::string>() + " is not supported");
 }
 
+void set_python_error(const Error &e) {
+    if (e.kind() == ErrorKind::Artifact || e.kind() == ErrorKind::Device) {
+        py::object cls = py::module_::import("halojit.errors")
+                             .attr(e.kind() == ErrorKind::Artifact ? "ArtifactError" : "DeviceError");
+        PyErr_SetString(cls.ptr(), e.what());
+        return;
+    }
+    PyObject *type = e.kind() == ErrorKind::Value  ? PyExc_ValueError
+                     : e.kind() == ErrorKind::Type ? PyExc_TypeError
+                                                   : PyExc_RuntimeError;
+    PyErr_SetString(type, e.what());
+}
+
+}  // namespace halojit::python
+
+namespace {
+
+using python::numpy_dtype;
+
+static_assert(sizeof(py::ssize_t) == sizeof(int64_t), "ArrayView borrows numpy's shape/strides arrays");
+
 // The numpy side of the conversion: borrow the array's pointer, shape and
 // byte strides (zero copy). `keep` holds the references for the call.
 ArrayView view_of(py::handle obj, const std::string &what, std::vector<py::array> &keep) {
@@ -57,7 +77,7 @@ ArrayView view_of(py::handle obj, const std::string &what, std::vector<py::array
     const py::array &arr = keep.back();
     ArrayView v;
     v.data = const_cast<void *>(arr.data());
-    v.dtype = dtype_of(arr.dtype(), what);
+    v.dtype = numpy_dtype(arr.dtype(), what);
     v.ndim = static_cast<int>(arr.ndim());
     v.shape = reinterpret_cast<const int64_t *>(arr.shape());
     v.strides = reinterpret_cast<const int64_t *>(arr.strides());
@@ -153,18 +173,10 @@ PYBIND11_MODULE(_rt, m) {
         try {
             if (p) std::rethrow_exception(p);
         } catch (const Error &e) {
-            if (e.kind() == ErrorKind::Artifact || e.kind() == ErrorKind::Device) {
-                py::object cls = py::module_::import("halojit.errors")
-                                     .attr(e.kind() == ErrorKind::Artifact ? "ArtifactError" : "DeviceError");
-                PyErr_SetString(cls.ptr(), e.what());
-                return;
-            }
-            PyObject *type = e.kind() == ErrorKind::Value  ? PyExc_ValueError
-                             : e.kind() == ErrorKind::Type ? PyExc_TypeError
-                                                           : PyExc_RuntimeError;
-            PyErr_SetString(type, e.what());
+            python::set_python_error(e);
         }
     });
+    python::register_dispatcher(m);
 
     m.def("version", [] { return std::string(kVersion); }, "halojit runtime version");
     m.def("halide_runtime_header", [] { return std::string(HALOJIT_HALIDE_RUNTIME_HEADER); },
@@ -211,6 +223,7 @@ PYBIND11_MODULE(_rt, m) {
         .def_property_readonly("n_steps", &Plan::n_steps)
         .def_property_readonly("n_buffers", &Plan::n_buffers)
         .def_property_readonly("workspace_bytes", &Plan::workspace_bytes)
+        .def_property_readonly("uses_device", &Plan::uses_device, "whether a kernel runs on a CUDA device")
         .def_property_readonly("kernels", &Plan::kernels);
 
     py::class_<Artifact, std::shared_ptr<Artifact>>(m, "Artifact")

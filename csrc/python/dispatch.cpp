@@ -1,0 +1,372 @@
+// _rt.Dispatcher: the C call slot of a traced function (see dispatch.h).
+#include "dispatch.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace halojit::python {
+
+DType numpy_dtype(const py::dtype &dt, const std::string &what);  // module.cpp
+
+namespace {
+
+// Traces being recorded, in any thread: a traced function called inside
+// another one's trace is inlined by the general path (it must see tracers).
+std::atomic<int> g_tracing{0};
+
+// Plans whose caller arrays hold fewer bytes than this run with the GIL
+// held: releasing and taking it back costs ~0.1 us, and work this small
+// ends within a few microseconds.
+constexpr int64_t kReleaseGilBytes = 256 << 10;
+
+struct OutSpec {
+    std::vector<py::ssize_t> shape;
+    py::dtype dtype;
+    DType dt;
+};
+
+// One specialization the C path can run: its key (the arguments' ndim,
+// shape and dtype) and what to run (a plan, or a Python callable taking the
+// argument tuple).
+struct Entry {
+    size_t n_args = 0;
+    std::vector<int> ndims, type_nums;
+    std::vector<PyObject *> descrs;  // borrowed from `keep_descrs`
+    std::vector<py::ssize_t> dims;      // every argument's shape, concatenated
+    std::vector<DType> dtypes;
+    std::vector<py::dtype> keep_descrs;
+
+    std::shared_ptr<Plan> plan;  // null: `call` runs it
+    py::object call;
+    std::vector<py::array> consts;
+    std::vector<ArrayView> const_views;
+    std::vector<OutSpec> outs;
+    bool leaf = true;
+    py::object unflatten;
+    bool release_gil = true;
+
+    bool matches(PyObject *args, PyTypeObject *ndarray) const {
+        if (static_cast<size_t>(PyTuple_GET_SIZE(args)) != n_args) return false;
+        const py::ssize_t *d = dims.data();
+        for (size_t i = 0; i < n_args; i++) {
+            PyObject *a = PyTuple_GET_ITEM(args, i);
+            if (Py_TYPE(a) != ndarray) return false;
+            const auto *p = py::detail::array_proxy(a);
+            if (p->nd != ndims[i]) return false;
+            if (p->descr != descrs[i]) {  // builtin dtypes are singletons; else compare type and order
+                const auto *dp = py::detail::array_descriptor_proxy(p->descr);
+                if (dp->type_num != type_nums[i] || dp->byteorder == '>') return false;
+            }
+            for (int k = 0; k < p->nd; k++, d++) {
+                if (p->dimensions[k] != *d) return false;
+            }
+        }
+        return true;
+    }
+};
+
+struct DispatcherObject {
+    PyObject_HEAD
+    std::vector<std::shared_ptr<Entry>> *entries;
+    unsigned long long hits;
+};
+
+PyTypeObject DispatcherType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+PyObject *g_call_name = nullptr;  // "_call"
+PyObject *g_empty_tuple = nullptr;
+
+template <typename T, size_t N>
+class Small {  // N elements on the stack, more on the heap
+public:
+    explicit Small(size_t n) : data_(n <= N ? local_ : (heap_.resize(n), heap_.data())) {}
+    T *data() { return data_; }
+    T &operator[](size_t i) { return data_[i]; }
+
+private:
+    T local_[N];
+    std::vector<T> heap_;
+    T *data_;
+};
+
+PyObject *slow_call(PyObject *self, PyObject *args, PyObject *kwargs) {
+    PyObject *method = PyObject_GetAttr(self, g_call_name);
+    if (!method) return nullptr;
+    PyObject *r = PyObject_Call(method, args, kwargs);
+    Py_DECREF(method);
+    return r;
+}
+
+// An argument whose last axis is strided (a transposed view) needs a copy:
+// the general path makes it.
+bool dense_last_axis(const PyObject *a, int itemsize) {
+    const auto *p = py::detail::array_proxy(a);
+    return p->nd == 0 || p->dimensions[p->nd - 1] <= 1 || p->strides[p->nd - 1] == itemsize;
+}
+
+PyObject *run_entry(const std::shared_ptr<Entry> &e, PyObject *args) {
+    if (!e->plan) return PyObject_CallOneArg(e->call.ptr(), args);
+    const size_t n_in = e->n_args + e->consts.size();
+    const size_t n_out = e->outs.size();
+    Small<ArrayView, 16> ins(n_in);
+    for (size_t i = 0; i < e->n_args; i++) {
+        PyObject *a = PyTuple_GET_ITEM(args, i);
+        const auto *p = py::detail::array_proxy(a);
+        ArrayView &v = ins[i];
+        v = ArrayView{};
+        v.data = p->data;
+        v.dtype = e->dtypes[i];
+        v.ndim = p->nd;
+        v.shape = reinterpret_cast<const int64_t *>(p->dimensions);
+        v.strides = reinterpret_cast<const int64_t *>(p->strides);
+        v.writable = (p->flags & py::detail::npy_api::NPY_ARRAY_WRITEABLE_) != 0;
+    }
+    for (size_t i = 0; i < e->consts.size(); i++) ins[e->n_args + i] = e->const_views[i];
+
+    auto &api = py::detail::npy_api::get();
+    Small<PyObject *, 8> outs(n_out);
+    Small<ArrayView, 8> out_views(n_out);
+    for (size_t k = 0; k < n_out; k++) {
+        const OutSpec &o = e->outs[k];
+        PyObject *descr = o.dtype.ptr();
+        Py_INCREF(descr);  // stolen
+        PyObject *arr = api.PyArray_NewFromDescr_(api.PyArray_Type_, descr, static_cast<int>(o.shape.size()),
+                                                  const_cast<py::ssize_t *>(o.shape.data()), nullptr, nullptr, 0, nullptr);
+        if (!arr) {
+            for (size_t j = 0; j < k; j++) Py_DECREF(outs[j]);
+            return nullptr;
+        }
+        outs[k] = arr;
+        const auto *p = py::detail::array_proxy(arr);
+        ArrayView &v = out_views[k];
+        v = ArrayView{};
+        v.data = p->data;
+        v.dtype = o.dt;
+        v.ndim = p->nd;
+        v.shape = reinterpret_cast<const int64_t *>(p->dimensions);
+        v.strides = reinterpret_cast<const int64_t *>(p->strides);
+        v.writable = true;
+    }
+    auto drop_outs = [&] {
+        for (size_t k = 0; k < n_out; k++) Py_DECREF(outs[k]);
+    };
+    try {
+        if (e->release_gil) {
+            py::gil_scoped_release release;
+            e->plan->run(ins.data(), n_in, out_views.data(), n_out, false);
+        } else {
+            e->plan->run(ins.data(), n_in, out_views.data(), n_out, false);
+        }
+    } catch (const Error &err) {
+        drop_outs();
+        set_python_error(err);
+        return nullptr;
+    } catch (const std::exception &err) {
+        drop_outs();
+        PyErr_SetString(PyExc_RuntimeError, err.what());
+        return nullptr;
+    }
+    // 0-d outputs come back as numpy scalars, as numpy's reductions return them
+    for (size_t k = 0; k < n_out; k++) {
+        if (e->outs[k].shape.empty()) {
+            PyObject *s = PyObject_GetItem(outs[k], g_empty_tuple);
+            Py_DECREF(outs[k]);
+            outs[k] = s;
+            if (!s) {
+                for (size_t j = 0; j < n_out; j++) {
+                    if (j != k) Py_XDECREF(outs[j]);
+                }
+                return nullptr;
+            }
+        }
+    }
+    if (e->leaf && n_out == 1) return outs[0];
+    PyObject *list = PyList_New(static_cast<Py_ssize_t>(n_out));
+    if (!list) {
+        drop_outs();
+        return nullptr;
+    }
+    for (size_t k = 0; k < n_out; k++) PyList_SET_ITEM(list, k, outs[k]);  // steals
+    if (e->leaf) return list;
+    PyObject *r = PyObject_CallOneArg(e->unflatten.ptr(), list);
+    Py_DECREF(list);
+    return r;
+}
+
+PyObject *dispatcher_call(PyObject *self, PyObject *args, PyObject *kwargs) {
+    auto *d = reinterpret_cast<DispatcherObject *>(self);
+    if ((kwargs && PyDict_GET_SIZE(kwargs)) || g_tracing.load(std::memory_order_relaxed) > 0) {
+        return slow_call(self, args, kwargs);
+    }
+    PyTypeObject *ndarray = py::detail::npy_api::get().PyArray_Type_;
+    for (const auto &e : *d->entries) {
+        if (!e->matches(args, ndarray)) continue;
+        for (size_t i = 0; i < e->n_args; i++) {
+            if (!dense_last_axis(PyTuple_GET_ITEM(args, i), e->dtypes[i].itemsize())) {
+                return slow_call(self, args, kwargs);
+            }
+        }
+        d->hits++;
+        std::shared_ptr<Entry> keep = e;  // a concurrent clear() must not free it mid-run
+        return run_entry(keep, args);
+    }
+    return slow_call(self, args, kwargs);
+}
+
+PyObject *dispatcher_new(PyTypeObject *type, PyObject *, PyObject *) {
+    PyObject *self = type->tp_alloc(type, 0);
+    if (!self) return nullptr;
+    auto *d = reinterpret_cast<DispatcherObject *>(self);
+    d->entries = new std::vector<std::shared_ptr<Entry>>();
+    d->hits = 0;
+    return self;
+}
+
+int dispatcher_traverse(PyObject *self, visitproc visit, void *arg) {
+    auto *d = reinterpret_cast<DispatcherObject *>(self);
+    if (d->entries) {
+        for (const auto &e : *d->entries) {
+            Py_VISIT(e->call.ptr());
+            Py_VISIT(e->unflatten.ptr());
+        }
+    }
+    return 0;
+}
+
+int dispatcher_clear(PyObject *self) {
+    auto *d = reinterpret_cast<DispatcherObject *>(self);
+    if (d->entries) {
+        std::vector<std::shared_ptr<Entry>> gone;
+        gone.swap(*d->entries);  // entries' Python references drop here, the vector stays valid
+    }
+    return 0;
+}
+
+void dispatcher_dealloc(PyObject *self) {
+    PyObject_GC_UnTrack(self);
+    dispatcher_clear(self);
+    auto *d = reinterpret_cast<DispatcherObject *>(self);
+    delete d->entries;
+    d->entries = nullptr;
+    Py_TYPE(self)->tp_free(self);
+}
+
+DispatcherObject *as_dispatcher(const py::handle &obj) {
+    if (!PyObject_TypeCheck(obj.ptr(), &DispatcherType)) {
+        throw py::type_error("expected a halojit._rt.Dispatcher");
+    }
+    return reinterpret_cast<DispatcherObject *>(obj.ptr());
+}
+
+// The Python side's registration, once per (function, argument shapes and
+// dtypes) after a general-path call succeeded with them.
+void dispatch_add(const py::handle &self, const py::tuple &example, const py::object &plan, const py::tuple &consts,
+                  const py::list &out_specs, bool leaf, const py::object &unflatten, const py::object &call) {
+    DispatcherObject *d = as_dispatcher(self);
+    auto e = std::make_shared<Entry>();
+    e->n_args = example.size();
+    for (const py::handle &h : example) {
+        if (Py_TYPE(h.ptr()) != py::detail::npy_api::get().PyArray_Type_) {
+            throw py::type_error("dispatch_add: the example arguments must be plain ndarrays");
+        }
+        auto a = py::reinterpret_borrow<py::array>(h);
+        py::dtype dt = a.dtype();
+        e->ndims.push_back(static_cast<int>(a.ndim()));
+        e->type_nums.push_back(dt.num());
+        e->descrs.push_back(dt.ptr());
+        e->dtypes.push_back(numpy_dtype(dt, "argument"));
+        e->keep_descrs.push_back(dt);
+        for (py::ssize_t k = 0; k < a.ndim(); k++) e->dims.push_back(a.shape(k));
+    }
+    if (plan.is_none()) {
+        if (call.is_none()) throw py::value_error("dispatch_add: needs a plan or a call");
+        e->call = call;
+    } else {
+        e->plan = plan.cast<std::shared_ptr<Plan>>();
+        if (e->plan->uses_device()) throw py::value_error("dispatch_add: CUDA plans take the general path");
+        int64_t bytes = 0;
+        for (const py::handle &h : example) bytes += py::reinterpret_borrow<py::array>(h).nbytes();
+        for (const py::handle &h : consts) {
+            auto a = py::array::ensure(h, py::array::c_style);
+            if (!a) throw py::type_error("dispatch_add: constants must be numpy arrays");
+            ArrayView v;
+            v.data = const_cast<void *>(a.data());
+            v.dtype = numpy_dtype(a.dtype(), "constant");
+            v.ndim = static_cast<int>(a.ndim());
+            v.shape = reinterpret_cast<const int64_t *>(a.shape());
+            v.strides = reinterpret_cast<const int64_t *>(a.strides());
+            v.writable = false;
+            e->consts.push_back(a);
+            e->const_views.push_back(v);
+            bytes += a.nbytes();
+        }
+        for (const py::handle &h : out_specs) {
+            auto t = py::reinterpret_borrow<py::tuple>(h);
+            OutSpec o;
+            o.shape = t[0].cast<std::vector<py::ssize_t>>();
+            o.dtype = py::dtype::from_args(t[1]);
+            o.dt = numpy_dtype(o.dtype, "output");  // refuses what a kernel cannot write
+            int64_t n = o.dtype.itemsize();
+            for (py::ssize_t x : o.shape) n *= x;
+            bytes += n;
+            e->outs.push_back(std::move(o));
+        }
+        if (e->outs.empty()) throw py::value_error("dispatch_add: a plan entry needs outputs");
+        e->leaf = leaf;
+        e->unflatten = unflatten;
+        if (!leaf && unflatten.is_none()) throw py::value_error("dispatch_add: a tree result needs unflatten");
+        e->release_gil = bytes >= kReleaseGilBytes;
+    }
+    d->entries->push_back(std::move(e));
+}
+
+}  // namespace
+
+void register_dispatcher(py::module_ &m) {
+    g_call_name = PyUnicode_InternFromString("_call");
+    g_empty_tuple = PyTuple_New(0);
+    DispatcherType.tp_name = "halojit._rt.Dispatcher";
+    DispatcherType.tp_basicsize = sizeof(DispatcherObject);
+    DispatcherType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC;
+    DispatcherType.tp_doc =
+        "Base of a traced function: calls with plain ndarrays of a registered shape and dtype run "
+        "their plan in C; every other call goes to self._call(*args, **kwargs).";
+    DispatcherType.tp_new = dispatcher_new;
+    DispatcherType.tp_dealloc = dispatcher_dealloc;
+    DispatcherType.tp_traverse = dispatcher_traverse;
+    DispatcherType.tp_clear = dispatcher_clear;
+    DispatcherType.tp_call = dispatcher_call;
+    if (PyType_Ready(&DispatcherType) < 0) throw py::error_already_set();
+    Py_INCREF(&DispatcherType);
+    m.attr("Dispatcher") = py::handle(reinterpret_cast<PyObject *>(&DispatcherType));
+
+    m.def("dispatch_add", &dispatch_add, py::arg("dispatcher"), py::arg("example"), py::arg("plan"),
+          py::arg("consts"), py::arg("out_specs"), py::arg("leaf"), py::arg("unflatten"), py::arg("call"),
+          "register a specialization with the C call path: example = the arguments of a call that "
+          "succeeded; either plan (with consts, out_specs [(shape, dtype)], leaf, unflatten) or call(args)");
+    m.def(
+        "dispatch_clear",
+        [](const py::handle &self) {
+            as_dispatcher(self);
+            dispatcher_clear(self.ptr());
+        },
+        py::arg("dispatcher"), "forget every registered specialization");
+    m.def(
+        "dispatch_info", [](const py::handle &self) {
+            DispatcherObject *d = as_dispatcher(self);
+            return py::make_tuple(d->entries->size(), d->hits);
+        },
+        py::arg("dispatcher"), "(entries, calls served by the C path)");
+    m.def(
+        "tracing", [](int delta) { return g_tracing.fetch_add(delta) + delta; }, py::arg("delta"),
+        "add delta (+1 entering a trace, -1 leaving it) to the count of traces being recorded; "
+        "while it is above zero every call takes the general path");
+}
+
+}  // namespace halojit::python

@@ -1,0 +1,170 @@
+"""The C call path (_rt.Dispatcher, csrc/python/dispatch.cpp): plain ndarray
+arguments of a registered shape and dtype run the plan from C; everything
+else reaches TracedFunction._call. Each test checks which path served a call
+(dispatch_info's hit count) as well as the values against numpy."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import halojit
+from halojit import _rt
+
+pytestmark = pytest.mark.level3
+
+
+def _c_hits(f) -> int:
+    return _rt.dispatch_info(f)[1]
+
+
+def _warm(fn, *args, **opts):
+    f = halojit.trace(fn, **opts)
+    f(*args)
+    f(*args)  # the second call registers the signature with the C path
+    assert _rt.dispatch_info(f)[0] == 1
+    return f
+
+
+def test_repeat_calls_run_from_c_fresh_and_right():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 1024)).astype(np.float32)
+    b = rng.standard_normal(1024).astype(np.float32)
+    f = _warm(lambda a, c: np.maximum(a + c, 0), x, b)
+    x0, b0 = x.copy(), b.copy()
+    before, hits = _c_hits(f), f.stats()["hits"]
+    r1, r2 = f(x, b), f(x, b)
+    assert _c_hits(f) == before + 2 and f.stats()["hits"] == hits + 2
+    assert type(r1) is np.ndarray and r1.flags.writeable and r1.flags.c_contiguous
+    assert r1 is not r2 and not np.shares_memory(r1, r2) and not np.shares_memory(r1, x)
+    np.testing.assert_array_equal(r1, np.maximum(x + b, 0))
+    np.testing.assert_array_equal(x, x0)  # inputs are never written
+    np.testing.assert_array_equal(b, b0)
+    # read-only inputs are fine: the kernels only read them
+    x.flags.writeable = False
+    np.testing.assert_array_equal(f(x, b), np.maximum(x + b, 0))
+    assert _c_hits(f) == before + 3
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.float64, np.float16])
+def test_dtypes_and_specials_match_numpy(dtype):
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((3, 50)) * 20).astype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        x[0, :4] = [np.nan, np.inf, -np.inf, -0.0]
+    f = _warm(lambda a: (a * 3 - a, a > 1), x)
+    before = _c_hits(f)
+    y, m = f(x)
+    with np.errstate(invalid="ignore"):
+        want_y, want_m = x * 3 - x, x > 1
+    assert _c_hits(f) == before + 1
+    assert y.dtype == want_y.dtype and m.dtype == np.bool_
+    np.testing.assert_array_equal(y, want_y)
+    np.testing.assert_array_equal(m, want_m)
+
+
+def test_zero_d_results_are_numpy_scalars_and_trees_unflatten():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    f = _warm(lambda a: a.sum(), x)
+    s = f(x)
+    assert type(s) is np.float32 and s == 66
+    g = _warm(lambda a: {"row": a.sum(axis=1), "total": a.max(), "twice": a * 2}, x)
+    before = _c_hits(g)
+    r = g(x)
+    assert _c_hits(g) == before + 1
+    assert set(r) == {"row", "total", "twice"}
+    np.testing.assert_array_equal(r["row"], x.sum(axis=1))
+    assert type(r["total"]) is np.float32 and r["total"] == 11
+    np.testing.assert_array_equal(r["twice"], x * 2)
+
+
+def test_row_strided_views_run_from_c_and_strided_last_axes_do_not():
+    base = np.arange(128, dtype=np.float32).reshape(16, 8)
+    x = base[::2]  # rows 2 apart, unit last axis: the kernel reads it in place
+    f = _warm(lambda a: a * 2 + 1, np.ascontiguousarray(x))
+    before = _c_hits(f)
+    np.testing.assert_array_equal(f(x), x * 2 + 1)
+    assert _c_hits(f) == before + 1
+    t = np.arange(64, dtype=np.float32).reshape(8, 8).T  # strided last axis: copied by the general path
+    g = _warm(lambda a: a * 2 + 1, np.ascontiguousarray(t))
+    before = _c_hits(g)
+    np.testing.assert_array_equal(g(t), t * 2 + 1)
+    assert _c_hits(g) == before
+
+
+def test_other_calls_take_the_general_path():
+    x = np.ones((4, 4), np.float32)
+    f = _warm(lambda a: a * 3, x)
+    before = _c_hits(f)
+    assert type(f(x.view(np.matrix))) is np.ndarray  # an ndarray subclass
+    assert f(np.float32(2)) == 6  # a scalar
+    np.testing.assert_array_equal(f(np.ones(5, np.float32)), np.full(5, 3.0))  # a new shape
+    out = np.empty((4, 4), np.float32)
+    assert f(x, out=out) is out  # keyword arguments
+    with pytest.raises(TypeError):
+        f(x, x)  # the general path explains the arity
+    assert _c_hits(f) == before
+    np.testing.assert_array_equal(out, x * 3)
+
+
+def test_constants_captured_by_the_trace_travel_with_the_entry():
+    w = np.linspace(-1, 1, 256, dtype=np.float32)
+    f = _warm(lambda a: a * w + w[::-1], np.ones(256, np.float32), capture_as_const=True)
+    x = np.random.default_rng(2).standard_normal(256).astype(np.float32)
+    before = _c_hits(f)
+    np.testing.assert_array_equal(f(x), x * w + w[::-1])
+    assert _c_hits(f) == before + 1
+
+
+def test_large_outputs_keep_the_pooled_python_call():
+    x = np.random.default_rng(3).standard_normal((512, 1024)).astype(np.float32)  # 2 MiB out
+    f = _warm(lambda a: a * 2, x)
+    before = _c_hits(f)
+    r1 = f(x)
+    r2 = f(x)  # r1 is alive: the pool must hand out another block
+    assert _c_hits(f) == before + 2
+    assert not np.shares_memory(r1, r2)
+    np.testing.assert_array_equal(r1, x * 2)
+    np.testing.assert_array_equal(r2, x * 2)
+
+
+def test_changing_the_cache_clears_the_c_entries():
+    x = np.ones(32, np.float32)
+    f = _warm(lambda a: a - 1, x)
+    f._cache.pop(next(iter(f._cache)))  # what a tuning run does to use its new recipe
+    assert _rt.dispatch_info(f)[0] == 0
+    np.testing.assert_array_equal(f(x), np.zeros(32))
+    f(x)
+    assert _rt.dispatch_info(f)[0] == 1
+
+
+def test_no_c_path_while_a_trace_records():
+    w = np.arange(8, dtype=np.float32)
+    inner = _warm(lambda a: a * 2, w)
+    before = _c_hits(inner)
+    outer = halojit.trace(lambda a: a + inner(w))  # inner gets a concrete array mid-trace
+    x = np.ones(8, np.float32)
+    np.testing.assert_array_equal(outer(x), x + w * 2)
+    assert _c_hits(inner) == before
+
+
+def test_concurrent_calls_from_threads():
+    f = _warm(lambda a: np.exp(a) - a, np.zeros((8, 64), np.float32))
+    errors = []
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(200):
+            x = rng.standard_normal((8, 64)).astype(np.float32)
+            got = f(x)
+            if not np.allclose(got, np.exp(x) - x, rtol=1e-6, atol=1e-6):
+                errors.append(seed)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
