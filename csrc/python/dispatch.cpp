@@ -80,6 +80,7 @@ struct DispatcherObject {
 
 PyTypeObject DispatcherType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 PyObject *g_call_name = nullptr;  // "_call"
+PyObject *g_out_name = nullptr;   // "out"
 PyObject *g_empty_tuple = nullptr;
 
 template <typename T, size_t N>
@@ -110,23 +111,50 @@ bool dense_last_axis(const PyObject *a, int itemsize) {
     return p->nd == 0 || p->dimensions[p->nd - 1] <= 1 || p->strides[p->nd - 1] == itemsize;
 }
 
-PyObject *run_entry(const std::shared_ptr<Entry> &e, PyObject *args) {
+ArrayView view_of_array(PyObject *a, DType dtype) {
+    const auto *p = py::detail::array_proxy(a);
+    ArrayView v;
+    v.data = p->data;
+    v.dtype = dtype;
+    v.ndim = p->nd;
+    v.shape = reinterpret_cast<const int64_t *>(p->dimensions);
+    v.strides = reinterpret_cast<const int64_t *>(p->strides);
+    v.writable = (p->flags & py::detail::npy_api::NPY_ARRAY_WRITEABLE_) != 0;
+    return v;
+}
+
+// Whether the C path can write an entry's single output into `out` (the
+// caller's out= array): an exact ndarray of the output's shape and dtype,
+// writable, unit stride along a last axis longer than 1, sharing no memory
+// with an input. Anything else goes to the general path, which explains or
+// computes into a temporary first.
+bool out_fits(const Entry &e, PyObject *out, PyObject *args, PyTypeObject *ndarray) {
+    if (!e.plan || e.outs.size() != 1 || Py_TYPE(out) != ndarray) return false;
+    const OutSpec &o = e.outs[0];
+    const auto *p = py::detail::array_proxy(out);
+    if (p->nd != static_cast<int>(o.shape.size())) return false;
+    for (int k = 0; k < p->nd; k++) {
+        if (p->dimensions[k] != o.shape[k]) return false;
+    }
+    if (p->descr != o.dtype.ptr()) {
+        const auto *dp = py::detail::array_descriptor_proxy(p->descr);
+        if (dp->type_num != o.dtype.num() || dp->byteorder == '>') return false;
+    }
+    if (!(p->flags & py::detail::npy_api::NPY_ARRAY_WRITEABLE_)) return false;
+    if (!dense_last_axis(out, o.dt.itemsize())) return false;
+    const ArrayView ov = view_of_array(out, o.dt);
+    for (size_t i = 0; i < e.n_args; i++) {
+        if (may_overlap(ov, view_of_array(PyTuple_GET_ITEM(args, i), e.dtypes[i]))) return false;
+    }
+    return true;
+}
+
+PyObject *run_entry(const std::shared_ptr<Entry> &e, PyObject *args, PyObject *given = nullptr) {
     if (!e->plan) return PyObject_CallOneArg(e->call.ptr(), args);
     const size_t n_in = e->n_args + e->consts.size();
     const size_t n_out = e->outs.size();
     Small<ArrayView, 16> ins(n_in);
-    for (size_t i = 0; i < e->n_args; i++) {
-        PyObject *a = PyTuple_GET_ITEM(args, i);
-        const auto *p = py::detail::array_proxy(a);
-        ArrayView &v = ins[i];
-        v = ArrayView{};
-        v.data = p->data;
-        v.dtype = e->dtypes[i];
-        v.ndim = p->nd;
-        v.shape = reinterpret_cast<const int64_t *>(p->dimensions);
-        v.strides = reinterpret_cast<const int64_t *>(p->strides);
-        v.writable = (p->flags & py::detail::npy_api::NPY_ARRAY_WRITEABLE_) != 0;
-    }
+    for (size_t i = 0; i < e->n_args; i++) ins[i] = view_of_array(PyTuple_GET_ITEM(args, i), e->dtypes[i]);
     for (size_t i = 0; i < e->consts.size(); i++) ins[e->n_args + i] = e->const_views[i];
 
     auto &api = py::detail::npy_api::get();
@@ -134,6 +162,12 @@ PyObject *run_entry(const std::shared_ptr<Entry> &e, PyObject *args) {
     Small<ArrayView, 8> out_views(n_out);
     for (size_t k = 0; k < n_out; k++) {
         const OutSpec &o = e->outs[k];
+        if (given) {  // out_fits checked it: the kernel writes the caller's array
+            Py_INCREF(given);
+            outs[k] = given;
+            out_views[k] = view_of_array(given, o.dt);
+            continue;
+        }
         PyObject *descr = o.dtype.ptr();
         Py_INCREF(descr);  // stolen
         PyObject *arr = api.PyArray_NewFromDescr_(api.PyArray_Type_, descr, static_cast<int>(o.shape.size()),
@@ -172,8 +206,9 @@ PyObject *run_entry(const std::shared_ptr<Entry> &e, PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, err.what());
         return nullptr;
     }
-    // 0-d outputs come back as numpy scalars, as numpy's reductions return them
-    for (size_t k = 0; k < n_out; k++) {
+    // 0-d outputs come back as numpy scalars, as numpy's reductions return
+    // them; an out= array comes back itself
+    for (size_t k = 0; k < n_out && !given; k++) {
         if (e->outs[k].shape.empty()) {
             PyObject *s = PyObject_GetItem(outs[k], g_empty_tuple);
             Py_DECREF(outs[k]);
@@ -201,8 +236,13 @@ PyObject *run_entry(const std::shared_ptr<Entry> &e, PyObject *args) {
 
 PyObject *dispatcher_call(PyObject *self, PyObject *args, PyObject *kwargs) {
     auto *d = reinterpret_cast<DispatcherObject *>(self);
-    if ((kwargs && PyDict_GET_SIZE(kwargs)) || g_tracing.load(std::memory_order_relaxed) > 0) {
-        return slow_call(self, args, kwargs);
+    if (g_tracing.load(std::memory_order_relaxed) > 0) return slow_call(self, args, kwargs);
+    PyObject *given = nullptr;  // out=, the only keyword the C path takes
+    if (kwargs && PyDict_GET_SIZE(kwargs)) {
+        if (PyDict_GET_SIZE(kwargs) != 1 || !(given = PyDict_GetItemWithError(kwargs, g_out_name))) {
+            return PyErr_Occurred() ? nullptr : slow_call(self, args, kwargs);
+        }
+        if (given == Py_None) given = nullptr;
     }
     PyTypeObject *ndarray = py::detail::npy_api::get().PyArray_Type_;
     for (const auto &e : *d->entries) {
@@ -212,9 +252,10 @@ PyObject *dispatcher_call(PyObject *self, PyObject *args, PyObject *kwargs) {
                 return slow_call(self, args, kwargs);
             }
         }
+        if (given && !out_fits(*e, given, args, ndarray)) return slow_call(self, args, kwargs);
         d->hits++;
         std::shared_ptr<Entry> keep = e;  // a concurrent clear() must not free it mid-run
-        return run_entry(keep, args);
+        return run_entry(keep, args, given);
     }
     return slow_call(self, args, kwargs);
 }
@@ -330,6 +371,7 @@ void dispatch_add(const py::handle &self, const py::tuple &example, const py::ob
 
 void register_dispatcher(py::module_ &m) {
     g_call_name = PyUnicode_InternFromString("_call");
+    g_out_name = PyUnicode_InternFromString("out");
     g_empty_tuple = PyTuple_New(0);
     DispatcherType.tp_name = "halojit._rt.Dispatcher";
     DispatcherType.tp_basicsize = sizeof(DispatcherObject);

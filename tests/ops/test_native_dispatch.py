@@ -101,12 +101,11 @@ def test_other_calls_take_the_general_path():
     assert type(f(x.view(np.matrix))) is np.ndarray  # an ndarray subclass
     assert f(np.float32(2)) == 6  # a scalar
     np.testing.assert_array_equal(f(np.ones(5, np.float32)), np.full(5, 3.0))  # a new shape
-    out = np.empty((4, 4), np.float32)
-    assert f(x, out=out) is out  # keyword arguments
     with pytest.raises(TypeError):
         f(x, x)  # the general path explains the arity
+    with pytest.raises(TypeError):
+        f(x, scale=2)  # keyword arguments other than out=
     assert _c_hits(f) == before
-    np.testing.assert_array_equal(out, x * 3)
 
 
 def test_constants_captured_by_the_trace_travel_with_the_entry():
@@ -168,3 +167,41 @@ def test_concurrent_calls_from_threads():
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_out_argument_runs_from_c_when_it_fits():
+    x = np.random.default_rng(4).standard_normal((4, 64)).astype(np.float32)
+    f = _warm(lambda a: np.maximum(a, 0) * 2, x)
+    before = _c_hits(f)
+    out = np.full((4, 64), np.nan, np.float32)
+    assert f(x, out=out) is out
+    assert f(x, out=None) is not out
+    assert _c_hits(f) == before + 2
+    np.testing.assert_array_equal(out, np.maximum(x, 0) * 2)
+    # what does not fit goes to the general path, which writes or explains
+    y = x.copy()
+    assert f(y, out=y) is y  # out= is the input
+    np.testing.assert_array_equal(y, np.maximum(x, 0) * 2)
+    wide = np.zeros((4, 128), np.float32)
+    assert f(x, out=wide[:, ::2]) is not None  # a strided last axis
+    np.testing.assert_array_equal(wide[:, ::2], np.maximum(x, 0) * 2)
+    ro = np.empty((4, 64), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError):
+        f(x, out=ro)
+    with pytest.raises(ValueError):
+        f(x, out=np.empty((4, 32), np.float32))
+    with pytest.raises(halojit.errors.DTypeError):
+        f(x, out=np.empty((4, 64), np.float64))
+    assert _c_hits(f) == before + 2
+    # a 0-d output written into out= comes back as the array, not a scalar
+    g = _warm(lambda a: a.sum(), x)
+    s = np.empty((), np.float32)
+    assert g(x, out=s) is s
+    np.testing.assert_allclose(s, x.sum(), rtol=1e-5)
+    # a tree result with one output
+    h = _warm(lambda a: (a * 2,), x)
+    o = np.empty_like(x)
+    (r,) = h(x, out=o)
+    assert r is o
+    np.testing.assert_array_equal(o, x * 2)
