@@ -441,11 +441,14 @@ class TracedFunction(_Dispatcher):
                   and getattr(ex, "fast_call", None) is not None
                   and all(getattr(ex, "_small_out", (False,)))
                   and not getattr(plan, "uses_device", True))
-        if native:
-            _dispatch_add(self, tuple(args), plan, tuple(ex.consts), list(ex._out_specs), leaf,
-                          unflatten, None)
-        else:
-            _dispatch_add(self, tuple(args), None, (), [], True, None, call)
+        try:
+            if native:
+                _dispatch_add(self, tuple(args), plan, tuple(ex.consts), list(ex._out_specs),
+                              leaf, unflatten, None)
+            else:
+                _dispatch_add(self, tuple(args), None, (), [], True, None, call)
+        except (TypeError, ValueError) as e:  # never fatal: these calls stay on the Python path
+            _log(f"{self.__name__}: the C call path refused this signature ({e})")
 
     def _run_fast(self, spec: Specialization, values, out=None):
         """_run for plain ndarray arguments of a cached shape, no bindings, no
