@@ -443,8 +443,10 @@ class TracedFunction(_Dispatcher):
                   and not getattr(plan, "uses_device", True))
         try:
             if native:
+                work = max((n.aval.size * n.aval.dtype.itemsize for n in spec.graph.nodes),
+                           default=0)  # tiny inputs may still broadcast into big work
                 _dispatch_add(self, tuple(args), plan, tuple(ex.consts), list(ex._out_specs),
-                              leaf, unflatten, None)
+                              leaf, unflatten, None, work)
             else:
                 _dispatch_add(self, tuple(args), None, (), [], True, None, call)
         except (TypeError, ValueError) as e:  # never fatal: these calls stay on the Python path

@@ -4,6 +4,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -21,9 +22,10 @@ namespace {
 // another one's trace is inlined by the general path (it must see tracers).
 std::atomic<int> g_tracing{0};
 
-// Plans whose caller arrays hold fewer bytes than this run with the GIL
-// held: releasing and taking it back costs ~0.1 us, and work this small
-// ends within a few microseconds.
+// Plans whose arrays (caller buffers, and the largest value the graph
+// computes, which the Python side passes as `work_bytes`) hold fewer bytes
+// than this run with the GIL held: releasing and taking it back costs
+// ~0.1 us, and work this small ends within a few microseconds.
 constexpr int64_t kReleaseGilBytes = 256 << 10;
 
 struct OutSpec {
@@ -308,7 +310,8 @@ DispatcherObject *as_dispatcher(const py::handle &obj) {
 // The Python side's registration, once per (function, argument shapes and
 // dtypes) after a general-path call succeeded with them.
 void dispatch_add(const py::handle &self, const py::tuple &example, const py::object &plan, const py::tuple &consts,
-                  const py::list &out_specs, bool leaf, const py::object &unflatten, const py::object &call) {
+                  const py::list &out_specs, bool leaf, const py::object &unflatten, const py::object &call,
+                  int64_t work_bytes) {
     DispatcherObject *d = as_dispatcher(self);
     auto e = std::make_shared<Entry>();
     e->n_args = example.size();
@@ -362,7 +365,7 @@ void dispatch_add(const py::handle &self, const py::tuple &example, const py::ob
         e->leaf = leaf;
         e->unflatten = unflatten;
         if (!leaf && unflatten.is_none()) throw py::value_error("dispatch_add: a tree result needs unflatten");
-        e->release_gil = bytes >= kReleaseGilBytes;
+        e->release_gil = std::max(bytes, work_bytes) >= kReleaseGilBytes;
     }
     d->entries->push_back(std::move(e));
 }
@@ -390,6 +393,7 @@ void register_dispatcher(py::module_ &m) {
 
     m.def("dispatch_add", &dispatch_add, py::arg("dispatcher"), py::arg("example"), py::arg("plan"),
           py::arg("consts"), py::arg("out_specs"), py::arg("leaf"), py::arg("unflatten"), py::arg("call"),
+          py::arg("work_bytes") = 0,
           "register a specialization with the C call path: example = the arguments of a call that "
           "succeeded; either plan (with consts, out_specs [(shape, dtype)], leaf, unflatten) or call(args)");
     m.def(
@@ -402,9 +406,13 @@ void register_dispatcher(py::module_ &m) {
     m.def(
         "dispatch_info", [](const py::handle &self) {
             DispatcherObject *d = as_dispatcher(self);
-            return py::make_tuple(d->entries->size(), d->hits);
+            py::list releases;
+            for (const auto &e : *d->entries) releases.append(e->plan ? py::object(py::bool_(e->release_gil)) : py::object(py::none()));
+            return py::make_tuple(d->entries->size(), d->hits, releases);
         },
-        py::arg("dispatcher"), "(entries, calls served by the C path)");
+        py::arg("dispatcher"),
+        "(entries, calls served by the C path, per entry: whether its plan runs with the GIL released "
+        "(None: a Python call))");
     m.def(
         "tracing", [](int delta) { return g_tracing.fetch_add(delta) + delta; }, py::arg("delta"),
         "add delta (+1 entering a trace, -1 leaving it) to the count of traces being recorded; "

@@ -205,3 +205,14 @@ def test_out_argument_runs_from_c_when_it_fits():
     (r,) = h(x, out=o)
     assert r is o
     np.testing.assert_array_equal(o, x * 2)
+
+
+def test_gil_is_released_for_big_work_even_from_tiny_inputs():
+    small = _warm(lambda a: a + 1, np.ones(64, np.float32))
+    assert _rt.dispatch_info(small)[2] == [False]
+    x = np.linspace(0, 1, 1024, dtype=np.float32)
+    outer = _warm(lambda a, b: (a[:, None] * b[None, :]).sum(axis=1), x, x)  # 4 MiB of products
+    assert _rt.dispatch_info(outer)[2] == [True]
+    np.testing.assert_allclose(outer(x, x), x * x.sum(), rtol=1e-5)
+    big = _warm(lambda a: a * 2, np.ones((512, 1024), np.float32))
+    assert _rt.dispatch_info(big)[2] == [None]  # pooled outputs: the Python call
