@@ -1,0 +1,128 @@
+"""Softmax, layernorm and other last-axis reductions above the serial
+threshold take the RowReduce template by default (build.default_spec): values
+against numpy on random data with NaN/inf rows, rows that do not fill the
+last block and widths that do not divide the vector or the 16 partial lanes;
+the cheap-value inlining (layernorm's x - mean) and the NaN-propagating
+max/min partials (lowering._nan_pick)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import halojit
+from halojit.generators.build import SERIAL_MAX_ELEMENTS
+
+from helpers import assert_same
+
+pytestmark = pytest.mark.level3
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def layernorm(x, g, b):
+    m = x.mean(axis=-1, keepdims=True)
+    return (x - m) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5) * g + b
+
+
+def centred_max(x):  # max and min partials, no transcendental
+    return x - x.max(axis=-1, keepdims=True) + x.min(axis=-1, keepdims=True)
+
+
+def rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+
+
+def plant_specials(x):
+    """Rows with a NaN (in the partial lanes, in the tail), +inf, -inf, all
+    -inf, all equal, and signed zeros, as numpy sees them."""
+    w = x.shape[-1]
+    x[0, 3] = np.nan
+    x[1, w - 1] = np.nan         # in the tail the 16 lanes do not cover
+    x[2, 5] = np.inf
+    x[3, 7] = -np.inf
+    x[4, :] = -np.inf
+    x[5, :] = 2.5
+    x[6, :] = 0.0
+    x[6, ::3] = -0.0
+    x[7, 17] = np.nan
+    x[7, 18] = np.inf
+    return x
+
+
+def rows_for(width):
+    """Rows above the serial threshold, not a multiple of the block of 4."""
+    return SERIAL_MAX_ELEMENTS // width + 3 | 1
+
+
+def traced(fn, *args):
+    f = halojit.trace(fn)
+    (g,) = f.lower(*args).groups
+    return f, g
+
+
+@pytest.mark.parametrize("width", [1029, 1024, 200, 70])
+def test_softmax_default_row_reduce_matches_numpy(width):
+    x = plant_specials(rand(rows_for(width), width, seed=width))
+    f, g = traced(softmax, x)
+    assert g.scheduler.startswith("RowReduce"), g.scheduler
+    with np.errstate(invalid="ignore"):
+        want = softmax(x)
+    for _ in range(2):  # miss, then hit
+        assert_same(f(x), want, rtol=1e-5, atol=1e-7)
+    out = np.empty_like(want)
+    f(x, out=out)
+    assert_same(out, want, rtol=1e-5, atol=1e-7)
+    # exp(x - max) is no cheap value: stored per block, computed once
+    assert "compute_inline" not in g.schedule
+
+
+@pytest.mark.parametrize("width", [1024, 333])
+def test_layernorm_default_row_reduce_matches_numpy(width):
+    x = plant_specials(rand(rows_for(width), width, seed=width))
+    g, b = rand(width, seed=1), rand(width, seed=2)
+    f, grp = traced(layernorm, x, g, b)
+    assert grp.scheduler.startswith("RowReduce"), grp.scheduler
+    # x - mean is recomputed where read, not stored per block
+    assert "compute_inline()  # cheap" in grp.schedule
+    with np.errstate(invalid="ignore"):
+        want = layernorm(x, g, b)
+    assert_same(f(x, g, b), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_min_partials_propagate_nan_like_numpy(dtype):
+    x = plant_specials(rand(rows_for(130), 130, seed=4)).astype(dtype)
+    f, g = traced(centred_max, x)
+    assert g.scheduler.startswith("RowReduce"), g.scheduler
+    with np.errstate(invalid="ignore"):
+        want = centred_max(x)
+    assert_same(f(x), want)
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_row_max_min_reductions_with_nan_and_signed_zeros(op):
+    """The reduction values themselves (1-D output: Adams2019 schedules it,
+    the lowering's partial combine is the same)."""
+    x = plant_specials(rand(rows_for(100), 100, seed=5))
+    x[9, :] = -0.0
+    x[10, :50] = 0.0
+    x[10, 50:] = -0.0
+    fn = (lambda a: a.max(axis=-1)) if op == "max" else (lambda a: a.min(axis=-1))
+    got = halojit.trace(fn)(x)
+    want = fn(x)
+    assert_same(got, want)
+
+
+def test_3d_rows_keep_adams_and_match_numpy():
+    """Outer axes fuse into one row loop where RowReduce walks one row at a
+    time (no accumulator blocks): the default stays Adams2019 there."""
+    x = plant_specials(rand(3, rows_for(256) // 3 + 1, 256, seed=6).reshape(-1, 256)
+                       ).reshape(3, -1, 256)
+    f, g = traced(softmax, x)
+    assert not g.scheduler.startswith("RowReduce"), g.scheduler
+    with np.errstate(invalid="ignore"):
+        assert_same(f(x), softmax(x), rtol=1e-5, atol=1e-7)
