@@ -69,6 +69,9 @@ class Stage:
 # many of them an inlined value may cost per element (see Stage.cheap).
 CHEAP_OPS = frozenset({"add", "subtract", "multiply", "negative", "positive", "broadcast_to"})
 CHEAP_BUDGET = 2
+# Input axes shorter than this are read through a clamp (_clamp_short): the
+# widest natural vector on AVX-512, 64 one-byte lanes.
+SHORT_AXIS = 64
 
 
 class Lowerer:
@@ -152,8 +155,9 @@ class Lowerer:
             p = hl.ImageParam(H.storage_type(node.dtype), node.aval.ndim, f"in{i}")
             self.params.append(p)
             dt = node.dtype
-            self.env[node] = Lazy(node.shape, dt, (lambda p, dt: lambda idx: H.from_storage(
-                p[tuple(reversed(idx))] if idx else p[()], dt))(p, dt))
+            self.env[node] = Lazy(node.shape, dt, (lambda p, dt, shape: lambda idx: H.from_storage(
+                p[tuple(reversed(_clamp_short(idx, shape)))] if idx else p[()], dt))(
+                    p, dt, node.shape))
         for node in self.graph.nodes:
             if node.op == "input":
                 continue
@@ -194,6 +198,20 @@ class Lowerer:
         if fn is None:
             raise UnsupportedError(f"no Halide lowering for op {node.op!r}")
         return fn(self, node, operands)
+
+
+def _clamp_short(idx, shape):
+    """Input indices, clamped along axes shorter than SHORT_AXIS.
+
+    Adams2019 splits a vectorized loop by the natural vector width (16
+    float32 lanes, 64 for bytes on AVX-512) with ShiftInwards even when the
+    axis is shorter: the one iteration then starts before 0 and reads the
+    input out of bounds, a Halide error at run time (softmax of (4, 8) float32
+    after the exp lowering changed its cost model's inputs: "Input buffer in0
+    is accessed at -8"). Values computed there are never stored; clamping
+    keeps the reads inside the buffer and costs a min/max per access on
+    short axes only."""
+    return [hl.clamp(i, 0, n - 1) if 1 < n < SHORT_AXIS else i for i, n in zip(idx, shape)]
 
 
 # -- elementwise -----------------------------------------------------------------------
