@@ -311,7 +311,10 @@ def _exp(a):
     p = f32(1) + (r + (r * r) * _f32_horner(r, _EXP_H))
     k = hl.reinterpret(hl.Int(32), kt) - hl.i32(int(np.float32(_ROUND_MAGIC).view(np.int32)))
     k1 = k >> hl.i32(1)
-    return (p * _exp2_int(k1)) * _exp2_int(k - k1)
+    # strict even when the kernel is not (HALOJIT_STRICT_FLOAT=0): fast-math
+    # would fold (t + _ROUND_MAGIC) - _ROUND_MAGIC to t (measured: exp(3.1)
+    # came out 32) and reassociate the Cody-Waite steps
+    return hl.strict_float((p * _exp2_int(k1)) * _exp2_int(k - k1))
 
 
 def _log(a):
@@ -371,7 +374,9 @@ def _tanh(a):
     t = m / (m + f32(2))
     # the sign by its bit (t >= +0): -t would be 0 - t, +0.0 for x = -0.0
     sign = hl.reinterpret(u32, a) & hl.u32(0x80000000)
-    return hl.reinterpret(hl.Float(32), hl.reinterpret(u32, t) | sign)
+    # strict in fast-math kernels too (HALOJIT_FAST_MATH=1 has no tanh of its
+    # own): without it the rounding trick folds away (tanh(0.17) gave 0.0)
+    return hl.strict_float(hl.reinterpret(hl.Float(32), hl.reinterpret(u32, t) | sign))
 
 
 def _expm1(a):

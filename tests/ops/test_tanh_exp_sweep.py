@@ -102,3 +102,20 @@ def test_exp_dense_sweep():
     sub = (want > 0) & (want < np.float32(1.17549435e-38))
     assert sub.sum() > 100_000 and np.array_equal(got[want == 0], want[want == 0])
     assert np.array_equal(got[np.isinf(want)], want[np.isinf(want)])
+
+
+@pytest.mark.parametrize("env", ["HALOJIT_STRICT_FLOAT", "HALOJIT_FAST_MATH"])
+def test_rounding_tricks_survive_non_strict_kernels(env, monkeypatch):
+    # (t + magic) - magic rounds t only under strict float semantics; without
+    # hl.strict_float around them, fast-math folded it (tanh(0.17) gave 0.0,
+    # exp(3.1) gave 32). HALOJIT_FAST_MATH has its own exp (Halide's), not tanh.
+    monkeypatch.setenv(env, "0" if env == "HALOJIT_STRICT_FLOAT" else "1")
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.uniform(-12, 12, 100000), rng.uniform(-0.2, 0.2, 100000),
+                        rng.uniform(-80, 80, 100000)]).astype(np.float32)
+    for name in ("tanh", "exp") if env == "HALOJIT_STRICT_FLOAT" else ("tanh",):
+        fn = getattr(np, name)
+        got = halojit.trace(lambda a, fn=fn: fn(a))(x)
+        d = ulp_distance(got, fn(x))
+        i = int(np.argmax(d))
+        assert d[i] <= 4, f"{env}: {name}({x[i]!r}) = {got[i]!r}, numpy {fn(x)[i]!r}"
