@@ -1,0 +1,36 @@
+"""Float division where the divisor is zero, infinite or NaN: numpy's IEEE
+results, signed zeros included (halide_ops._fdiv computes a / +-0 as
+a * copysign(inf, b))."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import halojit
+
+pytestmark = pytest.mark.level3
+
+SPECIALS = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 3e38, 2.5])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_every_pair_of_specials(dtype):
+    with np.errstate(all="ignore"):
+        a, b = (v.astype(dtype) for v in np.meshgrid(SPECIALS, SPECIALS))
+        want = a / b
+    got = halojit.trace(lambda x, y: x / y)(a, b)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    assert (np.signbit(got) == np.signbit(want)).all()
+
+
+def test_constant_zero_and_reciprocal():
+    x = SPECIALS.astype(np.float32)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(halojit.trace(lambda v: v / 0.0)(x), x / np.float32(0))
+        np.testing.assert_array_equal(halojit.trace(lambda v: v / -0.0)(x), x / np.float32(-0.0))
+        want = np.float32(1) / x
+    got = halojit.trace(lambda v: np.reciprocal(v))(x)
+    np.testing.assert_array_equal(got, want)
+    assert (np.signbit(got) == np.signbit(want)).all()
