@@ -199,3 +199,28 @@ def assert_matmul_close(got, want, k):
     BLAS, so the error grows like sqrt(k) * eps of the largest value."""
     scale = np.abs(want).max() if want.size else 1.0
     np.testing.assert_allclose(got, want, rtol=0, atol=max(scale, 1.0) * 1e-6 * (4 + np.sqrt(k)))
+
+
+def ulp_distance(got, want):
+    """|got - want| in float32 ulps, counting subnormals (0 where both are
+    NaN, 2**40 where only one is)."""
+    g = got.view(np.int32).astype(np.int64)
+    w = want.view(np.int32).astype(np.int64)
+    g = np.where(g < 0, -(g & 0x7FFFFFFF), g)
+    w = np.where(w < 0, -(w & 0x7FFFFFFF), w)
+    d = np.abs(g - w)
+    d[np.isnan(got) & np.isnan(want)] = 0
+    d[np.isnan(got) != np.isnan(want)] = 1 << 40
+    return d
+
+
+def softmax_ref(x):
+    """numpy softmax over the last axis: the reference for row-reduction tests."""
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def layernorm_ref(x, g, b):
+    """numpy layernorm over the last axis with gamma and beta."""
+    m = x.mean(axis=-1, keepdims=True)
+    return (x - m) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5) * g + b

@@ -19,6 +19,8 @@ import pytest
 
 import halojit
 
+from helpers import ulp_distance
+
 pytestmark = pytest.mark.level3
 
 EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1e-45, -1e-45, 1e-40, -1e-40,
@@ -28,16 +30,6 @@ EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1e-45, -1e-45, 1e
                   3.4028235e38, -3.4028235e38], np.float32)
 
 
-def ulp_distance(got, want):
-    """|got - want| in float32 ulps, counting subnormals (0 where both are NaN)."""
-    g = got.view(np.int32).astype(np.int64)
-    w = want.view(np.int32).astype(np.int64)
-    g = np.where(g < 0, -(g & 0x7FFFFFFF), g)
-    w = np.where(w < 0, -(w & 0x7FFFFFFF), w)
-    d = np.abs(g - w)
-    d[np.isnan(got) & np.isnan(want)] = 0
-    d[np.isnan(got) != np.isnan(want)] = 1 << 40
-    return d
 
 
 def _bit_range(lo, hi, stride):

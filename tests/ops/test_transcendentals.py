@@ -15,6 +15,8 @@ import pytest
 
 import halojit
 
+from helpers import ulp_distance
+
 pytestmark = pytest.mark.level3
 
 MAX_ULP = 4
@@ -35,16 +37,6 @@ def _inputs(seed):
                            rng.uniform(-1.2, 1.2, 10000).astype(np.float32)])
 
 
-def ulp_distance(got, want):
-    """|got - want| in float32 ulps (0 where both are NaN, huge where one is)."""
-    g = got.view(np.int32).astype(np.int64)
-    w = want.view(np.int32).astype(np.int64)
-    g = np.where(g < 0, -(g & 0x7FFFFFFF), g)
-    w = np.where(w < 0, -(w & 0x7FFFFFFF), w)
-    d = np.abs(g - w)
-    d[np.isnan(got) & np.isnan(want)] = 0
-    d[np.isnan(got) != np.isnan(want)] = 1 << 40
-    return d
 
 
 def _check(fn, args):
