@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "internal.h"
+
 namespace py = pybind11;
 
 namespace halojit::python {
@@ -85,19 +87,6 @@ PyObject *g_call_name = nullptr;  // "_call"
 PyObject *g_out_name = nullptr;   // "out"
 PyObject *g_empty_tuple = nullptr;
 
-template <typename T, size_t N>
-class Small {  // N elements on the stack, more on the heap
-public:
-    explicit Small(size_t n) : data_(n <= N ? local_ : (heap_.resize(n), heap_.data())) {}
-    T *data() { return data_; }
-    T &operator[](size_t i) { return data_[i]; }
-
-private:
-    T local_[N];
-    std::vector<T> heap_;
-    T *data_;
-};
-
 PyObject *slow_call(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *method = PyObject_GetAttr(self, g_call_name);
     if (!method) return nullptr;
@@ -155,13 +144,13 @@ PyObject *run_entry(const std::shared_ptr<Entry> &e, PyObject *args, PyObject *g
     if (!e->plan) return PyObject_CallOneArg(e->call.ptr(), args);
     const size_t n_in = e->n_args + e->consts.size();
     const size_t n_out = e->outs.size();
-    Small<ArrayView, 16> ins(n_in);
+    detail::SmallBuffer<ArrayView, 16> ins(n_in);
     for (size_t i = 0; i < e->n_args; i++) ins[i] = view_of_array(PyTuple_GET_ITEM(args, i), e->dtypes[i]);
     for (size_t i = 0; i < e->consts.size(); i++) ins[e->n_args + i] = e->const_views[i];
 
     auto &api = py::detail::npy_api::get();
-    Small<PyObject *, 8> outs(n_out);
-    Small<ArrayView, 8> out_views(n_out);
+    detail::SmallBuffer<PyObject *, 8> outs(n_out);
+    detail::SmallBuffer<ArrayView, 8> out_views(n_out);
     for (size_t k = 0; k < n_out; k++) {
         const OutSpec &o = e->outs[k];
         if (given) {  // out_fits checked it: the kernel writes the caller's array
@@ -179,15 +168,7 @@ PyObject *run_entry(const std::shared_ptr<Entry> &e, PyObject *args, PyObject *g
             return nullptr;
         }
         outs[k] = arr;
-        const auto *p = py::detail::array_proxy(arr);
-        ArrayView &v = out_views[k];
-        v = ArrayView{};
-        v.data = p->data;
-        v.dtype = o.dt;
-        v.ndim = p->nd;
-        v.shape = reinterpret_cast<const int64_t *>(p->dimensions);
-        v.strides = reinterpret_cast<const int64_t *>(p->strides);
-        v.writable = true;
+        out_views[k] = view_of_array(arr, o.dt);
     }
     auto drop_outs = [&] {
         for (size_t k = 0; k < n_out; k++) Py_DECREF(outs[k]);

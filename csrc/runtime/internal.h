@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "halojit/runtime.h"
 
@@ -33,6 +34,25 @@ struct BufferName {
 };
 void to_halide_buffer(const ArrayView &view, const BufferName &what, halide_buffer_t *buf,
                       halide_dimension_t *dims);
+
+// Up to N elements on the stack, more on the heap: a small call's
+// bookkeeping costs no allocation (each std::vector was ~40 ns of the ~1 us
+// Plan::run spent above a 4K-element kernel, measured on the 2-core VM).
+// Elements start uninitialized: every one used is written first.
+template <typename T, size_t N>
+class SmallBuffer {
+public:
+    explicit SmallBuffer(size_t n) : data_(n <= N ? local_ : (heap_.resize(n), heap_.data())) {}
+    SmallBuffer(const SmallBuffer &) = delete;
+    SmallBuffer &operator=(const SmallBuffer &) = delete;
+    T *data() { return data_; }
+    T &operator[](size_t i) { return data_[i]; }
+
+private:
+    T local_[N];
+    std::vector<T> heap_;
+    T *data_;
+};
 
 inline halide_type_t to_halide_type(DType t) {
     halide_type_t h;

@@ -144,26 +144,6 @@ void Plan::release_workspace(std::unique_ptr<Workspace> ws) {
     pool_.push_back(std::move(ws));
 }
 
-namespace {
-
-// Up to N elements on the stack, more on the heap: a small call's
-// bookkeeping costs no allocation (each std::vector was ~40 ns of the ~1 us
-// Plan::run spent above a 4K-element kernel, measured on the 2-core VM).
-template <typename T, size_t N>
-class SmallBuffer {
-public:
-    explicit SmallBuffer(size_t n) : data_(n <= N ? local_ : (heap_.resize(n), heap_.data())) {}
-    T *data() { return data_; }
-    T &operator[](size_t i) { return data_[i]; }
-
-private:
-    T local_[N];  // uninitialized: every element used is written first
-    std::vector<T> heap_;
-    T *data_;
-};
-
-}  // namespace
-
 void Plan::run(const ArrayView *inputs, size_t n_inputs, const ArrayView *outputs, size_t n_outputs,
                bool profile) {
     if (n_inputs != static_cast<size_t>(n_inputs_) || n_outputs != static_cast<size_t>(n_outputs_)) {
@@ -180,8 +160,8 @@ void Plan::run(const ArrayView *inputs, size_t n_inputs, const ArrayView *output
     // 1. Convert and check every caller buffer before any kernel runs.
     size_t total_dims = 0;
     for (size_t b = 0; b < n_io; b++) total_dims += std::max(view_of(b).ndim, 0);
-    SmallBuffer<halide_buffer_t, 16> bufs(n_io);
-    SmallBuffer<halide_dimension_t, 64> dims(total_dims);
+    detail::SmallBuffer<halide_buffer_t, 16> bufs(n_io);
+    detail::SmallBuffer<halide_dimension_t, 64> dims(total_dims);
     size_t dim_at = 0;
     for (size_t b = 0; b < n_io; b++) {
         const ArrayView &v = view_of(b);
@@ -243,7 +223,7 @@ void Plan::run(const ArrayView *inputs, size_t n_inputs, const ArrayView *output
             }
         }
     } device_copies{uses_device() ? bufs.data() : nullptr, n_io};
-    SmallBuffer<void *, 16> argv(max_args_);
+    detail::SmallBuffer<void *, 16> argv(max_args_);
     std::vector<double> timings(profile ? steps_.size() : 0);
     for (size_t s = 0; s < steps_.size(); s++) {
         const Step &step = steps_[s];
