@@ -61,7 +61,7 @@ def time_calls(fn, repeat: int, min_batch_s: float = 1e-3) -> dict:
 
 
 def time_interleaved(fns: dict, repeat: int, min_batch_s: float = 1e-3,
-                     settle_s: float = 5e-4) -> dict:
+                     settle_s: float = 5e-4, warm_s: float = 0.06) -> dict:
     """Like ``time_calls`` for several contenders, run in rounds (one run of each
     per round), so a neighbour's burst on a shared machine hits all of them
     alike instead of one contender's whole series. Each fn is already warmed.
@@ -70,15 +70,32 @@ def time_interleaved(fns: dict, repeat: int, min_batch_s: float = 1e-3,
     threads stop spinning before the next one runs: OpenBLAS's spin for
     50-200 ms after a large sgemm, which halved the cores of whatever came
     next (measured: halojit's MLP 27 -> 52 ms, its chain 9.7 -> 17.8 ms right
-    after numpy's MLP; 0.5 ms is enough for numba, numexpr, OpenMP)."""
+    after numpy's MLP; 0.5 ms is enough for numba, numexpr, OpenMP).
+
+    ``warm_s``: before each timed run the contender is called, untimed, for at
+    least this long. The VM this suite grew up on runs memory-bound work at
+    half speed for the first 30-60 ms after the cores were idle or busy with
+    something else (a 64 MiB row sum, per call after a 0.2 s sleep: 2.9 2.4
+    2.6 2.0 1.6 1.4 1.3 ms; after 60 ms of calls: 1.2 from the first). A
+    single-threaded Python spin does not end it; the contender's own calls do.
+    Without the warm-up, whoever ran after numpy's single-threaded pass was
+    timed in the slow state (halojit's row sum 1.74 ms in the suite against
+    1.33 alone)."""
     inner = {name: _batch(fn, min_batch_s) for name, fn in fns.items()}
     times = {name: [] for name in fns}
     gc_was = gc.isenabled()
     gc.disable()
     try:
-        for _ in range(max(1, repeat)):
+        for round_ in range(max(1, repeat)):
+            # alone, a contender stays warm from one run to the next
+            warm = warm_s > 0 and (round_ == 0 or len(fns) > 1)
             for name, fn in fns.items():
                 n = inner[name]
+                t0 = time.perf_counter()
+                while warm:  # untimed: see warm_s
+                    fn()
+                    if time.perf_counter() - t0 >= warm_s:
+                        break
                 t0 = time.perf_counter()
                 for _ in range(n):
                     fn()

@@ -4,6 +4,7 @@ wrong peer, the report and the CLI. Runs without numba/numexpr/jax/torch."""
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -75,6 +76,30 @@ def test_check():
         measure.check(bad, want, "x")
     with pytest.raises(measure.WrongResult, match="relative error"):
         measure.check(want * 1.01, want, "x")
+
+
+def test_interleaved_timing_warms_each_contender_before_each_run():
+    calls = {"a": 0, "b": 0}
+
+    def counter(name):
+        def fn():  # at least 2 ms a call, so a 10 ms warm-up is 1 to 5 calls
+            calls[name] += 1
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < 2e-3:
+                pass
+        return fn
+    fns = {k: counter(k) for k in calls}
+    r = measure.time_interleaved(fns, repeat=3, min_batch_s=1e-3, settle_s=0, warm_s=0)
+    assert calls == {"a": 4, "b": 4}  # _batch's probe + 3 timed runs, none warm
+    assert all(v["runs"] == 3 and v["calls_per_run"] == 1 for v in r.values())
+    calls.update(a=0, b=0)
+    measure.time_interleaved(fns, repeat=3, min_batch_s=1e-3, settle_s=0, warm_s=0.01)
+    for n in calls.values():  # 1 to 5 warm-up calls before each of the 3 runs
+        assert 1 + 3 + 3 <= n <= 1 + 3 + 15
+    calls["a"] = 0
+    measure.time_interleaved({"a": fns["a"]}, repeat=6, min_batch_s=1e-3, settle_s=0,
+                             warm_s=0.01)
+    assert 1 + 6 + 1 <= calls["a"] <= 1 + 6 + 5  # alone: warmed before the first run only
 
 
 def test_targets_met_or_not():
