@@ -205,11 +205,13 @@ def apply_row_reduce(lowered, params) -> str:
     out.split(row, rb, ri, block, hl.TailStrategy.ShiftInwards)
     blocks = -(-n_rows // block)
     per = max(1, min(blocks, per_task // block))
-    out.split(rb, ro, rb, per, hl.TailStrategy.GuardWithIf).parallel(ro)
+    out.split(rb, ro, rb, per, hl.TailStrategy.GuardWithIf)
+    if per < blocks:  # one task: no parallel loop, no thread pool for it
+        out.parallel(ro)
     if shape[-1] >= vector:
         _vectorize(out, x, vector)
     lines.append(f"{out.name()}.split(row, rb, ri, {block}).split(rb, ro, rb, {per})"
-                 f".parallel(ro).vectorize(x, {vector})")
+                 f"{'.parallel(ro)' if per < blocks else ''}.vectorize(x, {vector})")
     for st in lowered.stages:
         f = st.func
         if st.kind == "materialized" and st.cheap and inline:
@@ -417,6 +419,8 @@ def apply_stencil(lowered, params) -> str:
     fix_extents(lowered)
     out = lowered.outputs[0]
     height, width = lowered.graph.outputs[0].shape
+    while vector > 16 and vector > width:  # narrow images: a narrower vector, not none
+        vector //= 2
     guard = hl.TailStrategy.GuardWithIf
     x, y = out.args()
     yo, yi, xo, xi = hl.Var("yo"), hl.Var("yi"), hl.Var("xo"), hl.Var("xi")
@@ -429,10 +433,12 @@ def apply_stencil(lowered, params) -> str:
         lines.append(f"    .split(x, xo, xi, {tile_x}).reorder(xi, yi, xo, yo)")
     else:
         inner, store = x, yo
-    out.parallel(yo)
+    if rows < height:  # one strip: no parallel loop, no thread pool for it
+        out.parallel(yo)
     if width >= vector:
         _vectorize(out, inner, vector)
-    lines.append(f"    .parallel(yo).vectorize({inner.name()}, {vector})")
+    lines.append(f"    {'.parallel(yo)' if rows < height else ''}"
+                 f".vectorize({inner.name()}, {vector})")
     at = yi if sliding else store
     for st in lowered.stages:
         f = st.func

@@ -145,8 +145,9 @@ def test_lower_reports_groups_schedule_and_stmt():
     g = lo.groups[0]
     assert g.ops == ["max", "subtract", "exp", "sum", "divide"]
     assert g.kernel.startswith("hj_")
-    assert g.scheduler.startswith("Adams2019")  # the measured default
-    assert "Adams2019" in g.schedule
+    # the measured default for a 2-D last-axis reduction (build.default_spec)
+    assert g.scheduler.startswith("RowReduce")
+    assert "RowReduce" in g.schedule and "compute_at" in g.schedule
     assert g.stmt and "produce" in g.stmt
     assert g.kernel in lo.graph
 
