@@ -55,13 +55,36 @@ def _stats(times: list[float], inner: int) -> dict:
             "calls_per_run": inner}
 
 
+WARM_S = 0.06
+
+
+def warm_up(fn, seconds: float = WARM_S) -> None:
+    """Call ``fn`` for at least ``seconds`` (once at least), untimed: see
+    ``time_interleaved``'s ``warm_s``."""
+    t0 = time.perf_counter()
+    while True:
+        fn()
+        if time.perf_counter() - t0 >= seconds:
+            return
+
+
+def single_call_min(fn, calls: int) -> float:
+    """The best of ``calls`` calls, each timed alone (seconds)."""
+    best = float("inf")
+    for _ in range(max(1, calls)):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def time_calls(fn, repeat: int, min_batch_s: float = 1e-3) -> dict:
     """Median and min seconds per call over ``repeat`` warm runs (fn already warmed)."""
     return time_interleaved({"fn": fn}, repeat, min_batch_s)["fn"]
 
 
 def time_interleaved(fns: dict, repeat: int, min_batch_s: float = 1e-3,
-                     settle_s: float = 5e-4, warm_s: float = 0.06) -> dict:
+                     settle_s: float = 5e-4, warm_s: float = WARM_S) -> dict:
     """Like ``time_calls`` for several contenders, run in rounds (one run of each
     per round), so a neighbour's burst on a shared machine hits all of them
     alike instead of one contender's whole series. Each fn is already warmed.
@@ -91,11 +114,8 @@ def time_interleaved(fns: dict, repeat: int, min_batch_s: float = 1e-3,
             warm = warm_s > 0 and (round_ == 0 or len(fns) > 1)
             for name, fn in fns.items():
                 n = inner[name]
-                t0 = time.perf_counter()
-                while warm:  # untimed: see warm_s
-                    fn()
-                    if time.perf_counter() - t0 >= warm_s:
-                        break
+                if warm:
+                    warm_up(fn, warm_s)
                 t0 = time.perf_counter()
                 for _ in range(n):
                     fn()
