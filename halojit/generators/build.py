@@ -127,17 +127,17 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
     if matmul_fits(local):
         return make_spec("Matmul")
     serial = max((n.aval.size for n in local.nodes), default=0) < SERIAL_MAX_ELEMENTS
-    out = local.outputs[0].aval if len(local.outputs) == 1 else None
-    if row_reduce_fits(local) and out.ndim == 2:
-        # small: every row in one task (no thread pool for tiny work)
+    # both templates below need one output; small groups get one task (every
+    # row, one strip): no parallel loop, no thread pool for tiny work
+    if row_reduce_fits(local) and local.outputs[0].aval.ndim == 2:
+        rows = max(1, local.outputs[0].aval.shape[0])
         return make_spec("RowReduce", {"vector": "64", **(
-            {"rows_per_task": str(out.shape[0])} if serial else {})})
+            {"rows_per_task": str(rows)} if serial else {})})
     if stencil_fits(local):
-        height = out.shape[0]
-        return make_spec("Stencil", {"rows": str(height if serial else
-                                                 max(8, min(128, height // 16))),
-                                     "tile_x": "0", "vector": "32" if serial else "64",
-                                     "sliding": "1"})
+        height = local.outputs[0].aval.shape[0]
+        strip = height if serial else max(8, min(128, height // 16))
+        return make_spec("Stencil", {"rows": str(strip), "tile_x": "0",
+                                     "vector": "32" if serial else "64", "sliding": "1"})
     if serial:
         # Adams2019 believing in one core schedules no parallel loop
         return make_spec("Adams2019", {"parallelism": "1"})
