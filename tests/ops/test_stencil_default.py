@@ -76,3 +76,45 @@ def test_zero_size_and_one_row_images_are_not_stencils():
     for shape in [(3, 40), (0, 40), (2, 5)]:
         x = rand(*shape, seed=1)
         assert_same(f(x), blur(x))
+
+
+PATTERNS = {
+    "downsample": lambda x: (x[::2, ::2] + x[1::2, 1::2] + x[::2, 1::2] + x[1::2, ::2]) * 0.25,
+    "diff_rows": lambda x: x[1:] - x[:-1],
+    "diff_cols_squared": lambda x: (x[:, 1:] - x[:, :-1]) ** 2,
+    "sobel": lambda x: np.hypot(
+        (x[:-2, 2:] + 2 * x[1:-1, 2:] + x[2:, 2:]) - (x[:-2, :-2] + 2 * x[1:-1, :-2] + x[2:, :-2]),
+        (x[2:, :-2] + 2 * x[2:, 1:-1] + x[2:, 2:]) - (x[:-2, :-2] + 2 * x[:-2, 1:-1] + x[:-2, 2:])),
+    "transposed": lambda x: x.T[1:, :] + x.T[:-1, :],
+    "reversed": lambda x: x[::-1, :][1:] + x[:-1],
+}
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+@pytest.mark.parametrize("shape", [(60, 70), (1200, 334)])
+def test_other_slicing_patterns_take_stencil_and_match_numpy(name, shape):
+    """Strided, reversed and transposed slices, and a stencil with a
+    transcendental: the template's strips and sliding windows stay exact
+    (Halide's bounds inference sizes them)."""
+    fn = PATTERNS[name]
+    x = rand(*shape, seed=len(name))
+    f = halojit.trace(fn)
+    assert only_group(f, x).scheduler.startswith("Stencil")
+    assert_same(f(x), fn(x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8])
+def test_integer_box_filter_floor_divides_as_numpy(dtype):
+    x = np.random.default_rng(5).integers(0, 200, (1200, 334)).astype(dtype)
+    fn = lambda x: (x[:-2] + x[1:-1] + x[2:]) // 3  # noqa: E731 - uint8 wraps, as numpy
+    f = halojit.trace(fn)
+    assert only_group(f, x).scheduler.startswith("Stencil")
+    assert_same(f(x), fn(x))
+
+
+def test_two_input_stencil_matches_numpy():
+    a, b = rand(700, 90, seed=8), rand(700, 90, seed=9)[:, ::-1]
+    fn = lambda a, b: a[1:, 1:] * b[:-1, :-1] + a[:-1, 1:]  # noqa: E731
+    f = halojit.trace(fn)
+    assert f.lower(a, b).groups[0].scheduler.startswith("Stencil")
+    assert_same(f(a, b), fn(a, b), rtol=1e-6, atol=1e-6)
