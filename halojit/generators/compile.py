@@ -90,6 +90,12 @@ def host_target(target_str: str = "host") -> hl.Target:
             f"'x86-64-linux-avx2' (arch-bits-os-features; see Halide's Target docs)."
         )
     target = hl.Target(text).with_feature(hl.TargetFeature.NoRuntime)
+    # Halide 21 / LLVM miscompile with avx512_sapphirerapids (AVX512-FP16):
+    # float32(f16 value) < c, vectorized and and-ed with a broadcast bool, comes
+    # out inverted (a float16 softmax-style mask (x > 0).any(-1) & (x < 1) was
+    # wrong in every lane for rows of 16-33). Float16 math is done in float32
+    # here anyway; without the feature the same kernels are right.
+    target = target.without_feature(hl.TargetFeature.AVX512_SapphireRapids)
     if target.has_feature(hl.TargetFeature.CUDA):
         target = with_cuda_capability(target)
     cfg = get_config()
