@@ -210,8 +210,10 @@ def _clamp_short(idx, shape):
     after the exp lowering changed its cost model's inputs: "Input buffer in0
     is accessed at -8"). Values computed there are never stored; clamping
     keeps the reads inside the buffer and costs a min/max per access on
-    short axes only."""
-    return [hl.clamp(i, 0, n - 1) if 1 < n < SHORT_AXIS else i for i, n in zip(idx, shape)]
+    short axes only. Axes of length 1 too (a clamp to 0, free): the Matmul
+    template's column vectors shift the same way on a one-column B, "Input
+    buffer in1 is accessed at -15" for (1, 64) @ (64, 1) with an epilogue."""
+    return [hl.clamp(i, 0, n - 1) if n < SHORT_AXIS else i for i, n in zip(idx, shape)]
 
 
 # -- elementwise -----------------------------------------------------------------------

@@ -35,3 +35,17 @@ def test_byte_arrays_with_short_axes(shape):
     got, count = f(a, b)
     np.testing.assert_array_equal(got, a // 3 + b)
     np.testing.assert_array_equal(count, (a > b).sum(axis=0))
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-5), (np.float64, 1e-12)])
+@pytest.mark.parametrize("m,k,n", [(1, 64, 1), (1, 1, 1), (5, 30, 1), (1, 30, 7)])
+def test_matmul_with_one_column_or_row_and_an_epilogue(m, k, n, dtype, tol):
+    # the Matmul template's column vectors shifted before 0 on a one-column B:
+    # "Input buffer in1 is accessed at -15" (float32), -7 (float64)
+    rng = np.random.default_rng(m * 100 + k + n)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(dtype)
+    for fn in (lambda a, b: np.maximum(a @ b + b[0], 0), lambda a, b: (a @ b) * 0.5 - 1):
+        got = halojit.trace(fn)(a, b)
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, fn(a, b), rtol=tol, atol=tol)
