@@ -23,8 +23,8 @@ _find_installed_native_parts()
 from . import cuda, errors
 from .api import TracedFunction, trace
 from .config import get_config as config
-from .errors import (ArtifactError, CompileError, DeviceError, DTypeError, HalojitError,
-                     ShapeError, TraceError, TraceWarning, UnsupportedError)
+from .errors import (ArtifactError, CompileError, DeviceError, DomainError, DTypeError,
+                     HalojitError, ShapeError, TraceError, TraceWarning, UnsupportedError)
 from .graph.tracer import exclude_from_trace
 
 __version__ = "0.1.0"
@@ -42,5 +42,5 @@ def load(path, level=None):
 __all__ = [
     "trace", "load", "exclude_from_trace", "config", "TracedFunction", "errors",
     "HalojitError", "TraceError", "TraceWarning", "ShapeError", "DTypeError",
-    "UnsupportedError", "CompileError", "ArtifactError", "__version__",
+    "UnsupportedError", "CompileError", "ArtifactError", "DomainError", "__version__",
 ]

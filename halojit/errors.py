@@ -35,6 +35,15 @@ class ShapeError(HalojitError, ValueError):
     """
 
 
+class DomainError(HalojitError, ValueError):
+    """A value numpy refuses for an operation, known while tracing.
+
+    Example: ``x ** -2`` for an integer array ("Integers to negative
+    integer powers are not allowed", numpy's ValueError).
+    Fix: use a float array or a non-negative exponent.
+    """
+
+
 class DTypeError(HalojitError, TypeError):
     """An input or operation has a dtype halojit cannot handle.
 

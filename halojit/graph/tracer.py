@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import (DTypeError, ShapeError, TraceError, TraceWarning, UnsupportedError,
-                      format_loc)
+from ..errors import (DomainError, DTypeError, ShapeError, TraceError, TraceWarning,
+                      UnsupportedError, format_loc)
 from .ir import AbstractArray, Const, Node
 from .ops import get as get_op
 from .ops.elementwise import UFUNCS, resolve_ufunc
@@ -220,7 +220,10 @@ class TraceContext:
                 return r
         in_dts, _, weak = resolve_ufunc(name, [n.aval for n in nodes], loc)
         cast = self.weak_cast if weak else self.cast
-        nodes = [cast(n, dt, loc) for n, dt in zip(nodes, in_dts)]
+        given, nodes = nodes, [cast(n, dt, loc) for n, dt in zip(nodes, in_dts)]
+        if name == "power" and in_dts[0].kind in "iub" and in_dts[1].kind in "iub":
+            # after the casts: uint8 ** -2 is numpy's OverflowError (-2 does not fit)
+            _check_int_power(given[1], loc)
         return self.emit(name, nodes, None, loc)
 
     def _compare_python_int(self, name, nodes, loc) -> "TracedArray | None":
@@ -454,6 +457,20 @@ for _dunder, _ufunc in [("eq", "equal"), ("ne", "not_equal"), ("lt", "less"),
 for _dunder, _ufunc in [("neg", "negative"), ("pos", "positive"), ("abs", "absolute"),
                         ("invert", "invert")]:
     setattr(TracedArray, f"__{_dunder}__", (lambda u: lambda self: self._ctx.ufunc(u, (self,)))(_ufunc))
+
+
+def _check_int_power(exponent: Node, loc) -> None:
+    """numpy raises ValueError for an integer to a negative integer power; an
+    exponent known while tracing (a Python int, a captured constant) is
+    checked here, before any kernel runs. An exponent that is a call-time
+    input gives 0 there instead (lowering.lower_int_power)."""
+    if exponent.op != "constant":
+        return
+    value = np.asarray(exponent.params["value"].value)
+    if value.dtype.kind == "i" and value.size and value.min() < 0:
+        raise DomainError(f"Integers to negative integer powers are not allowed{format_loc(loc)}: "
+                          f"the exponent is {value.min()}; expected >= 0, or a float base "
+                          "(x.astype(np.float64) ** n).")
 
 
 def _divmod(self, other):

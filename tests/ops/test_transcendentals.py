@@ -145,6 +145,31 @@ def test_constant_int_powers_wrap_like_numpy(dtype, c):
     assert "power" not in f.lower(x).groups[0].ops
 
 
+@pytest.mark.parametrize("fn", [lambda a: a ** -2, lambda a: np.power(a, -1),
+                                lambda a: a ** np.array([1, -1, 2]), lambda a: a ** np.int8(-3)])
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "bool"])
+def test_integer_to_a_negative_constant_power_raises_as_numpy(fn, dtype):
+    x = np.array([1, 2, 3]).astype(dtype)
+    with pytest.raises((ValueError, OverflowError)) as numpy_error:
+        fn(x)  # uint8 ** -2: the Python int does not fit first (OverflowError)
+    if numpy_error.type is OverflowError:
+        with pytest.raises(OverflowError):
+            halojit.trace(fn)(x)
+        return
+    assert "negative integer powers" in str(numpy_error.value)
+    with pytest.raises(halojit.errors.DomainError, match="negative integer powers.*>= 0"):
+        halojit.trace(fn)(x)  # while tracing, before any kernel
+
+
+def test_integer_powers_that_numpy_allows_still_trace():
+    x = np.array([1, 2, 3], np.int32)
+    for fn in (lambda a: a ** 0, lambda a: a ** np.array([0, 1, 2]), lambda a: a ** -2.0,
+               lambda a: a.astype(np.float64) ** -2):
+        want = fn(x)
+        got = halojit.trace(fn)(x)
+        assert got.dtype == want.dtype and np.allclose(got, want)
+
+
 # -- HALOJIT_FAST_MATH ---------------------------------------------------------------
 # name -> (input range, max ulp vs numpy measured in fast-math mode, README table)
 FAST = {"sin": ((-100, 100), 16), "cos": ((-100, 100), 16), "tan": ((-1.5, 1.5), 8),
