@@ -17,7 +17,7 @@ X = np.arange(12, dtype=np.float32).reshape(3, 4)
 def test_public_names():
     for name in ("trace", "load", "exclude_from_trace", "config", "TracedFunction", "errors",
                  "HalojitError", "TraceError", "TraceWarning", "ShapeError", "DTypeError",
-                 "UnsupportedError", "CompileError", "ArtifactError"):
+                 "UnsupportedError", "CompileError", "ArtifactError", "DomainError"):
         assert hasattr(halojit, name) and name in halojit.__all__
 
 
