@@ -510,6 +510,67 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     return ctx.emit("concatenate", nodes, {"axis": ax}, loc)
 
 
+def _static_ints(values, fname, what, loc) -> tuple:
+    """Python (or numpy) ints known while tracing; a traced value is refused."""
+    values = tuple(values) if isinstance(values, (tuple, list)) else (values,)
+    for v in values:
+        if not _is_int_index(v):
+            raise UnsupportedError(
+                f"{fname}: {what} must be integers known while tracing, got "
+                f"{type(v).__name__}{format_loc(loc)}; pass it as a static keyword argument.")
+    return tuple(int(v) for v in values)
+
+
+@implements(np.roll)
+def roll(a, shift, axis=None):
+    """Two slices concatenated per rolled axis (shifts on one axis add up)."""
+    loc = user_loc()
+    ctx = _ctx_of(a)
+    a = _tr(ctx, a, loc)
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), a.shape)
+    shifts = _static_ints(shift, "roll", "shift", loc)
+    axes = _static_ints(axis, "roll", "axis", loc)
+    if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
+        raise ShapeError(f"roll: shift {shifts} and axis {axes} do not broadcast together"
+                         f"{format_loc(loc)}; expected equal lengths or one of length 1.")
+    total: dict = {}
+    for s, ax in zip(shifts * (len(axes) if len(shifts) == 1 else 1),
+                     axes * (len(shifts) if len(axes) == 1 else 1)):
+        ax = normalize_axis(ax, a.ndim, "roll", loc)
+        total[ax] = total.get(ax, 0) + s
+    out = a
+    for ax, s in sorted(total.items()):
+        n = a.shape[ax]
+        if n == 0 or s % n == 0:
+            continue
+        cut = n - s % n
+        head = getitem(out, tuple(slice(cut, None) if i == ax else slice(None) for i in range(a.ndim)))
+        tail = getitem(out, tuple(slice(None, cut) if i == ax else slice(None) for i in range(a.ndim)))
+        out = concatenate([head, tail], ax)
+    return copy(out)  # a new array, as numpy's
+
+
+@implements(np.tile)
+def tile(A, reps):
+    """A broadcast over a new axis before each tiled one, then one reshape."""
+    loc = user_loc()
+    ctx = _ctx_of(A)
+    a = _tr(ctx, A, loc)
+    reps = _static_ints(reps, "tile", "reps", loc)
+    if any(r < 0 for r in reps):
+        raise ShapeError(f"tile: reps {reps} must be >= 0{format_loc(loc)}.")
+    d = max(len(reps), a.ndim)
+    reps = (1,) * (d - len(reps)) + reps
+    shape = (1,) * (d - a.ndim) + a.shape
+    a = reshape(a, shape)
+    if any(r != 1 for r in reps):
+        spread = broadcast_to(reshape(a, tuple(x for n in shape for x in (1, n))),
+                              tuple(x for r, n in zip(reps, shape) for x in (r, n)))
+        a = reshape(spread, tuple(r * n for r, n in zip(reps, shape)))
+    return copy(a)  # a new array, as numpy's
+
+
 @implements(np.stack)
 def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     loc = user_loc()

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import halojit
+
 from helpers import (Case, DTYPES, assert_matches_numpy, jit, level_params, random_array)
 
 
@@ -238,3 +240,40 @@ def test_bad_index_is_a_shape_error(index, message, opt_level):
     f = jit(lambda x: x[index], opt_level)
     with pytest.raises(ShapeError, match=message + r".*test_movement_ops\.py:\d+"):
         f(np.ones((3, 4), np.float32))
+
+
+ROLL_ARRAYS = [np.random.default_rng(0).standard_normal((5, 7)).astype(np.float32),
+               np.random.default_rng(1).integers(0, 9, (3, 4, 6)).astype(np.int16),
+               np.full((), 2.5), np.zeros((0, 3), np.float32)]
+
+
+@pytest.mark.parametrize("a", ROLL_ARRAYS, ids=lambda a: f"{a.dtype}{a.shape}")
+@pytest.mark.parametrize("shift,axis", [(2, None), (-3, None), (1, 0), (-1, -1), (10, 1),
+                                        ((1, 2), (0, 1)), (3, (0, 1)), ((1, -2), 0), (0, 0)])
+def test_roll_matches_numpy(a, shift, axis):
+    try:
+        want = np.roll(a, shift, axis=axis)
+    except Exception as e:  # an axis the array lacks: the same kind of error
+        with pytest.raises(type(e) if not isinstance(e, np.exceptions.AxisError) else ValueError):
+            halojit.trace(lambda x: np.roll(x, shift, axis=axis) * 1)(a)
+        return
+    got = halojit.trace(lambda x: np.roll(x, shift, axis=axis) * 1)(a)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("a", ROLL_ARRAYS, ids=lambda a: f"{a.dtype}{a.shape}")
+@pytest.mark.parametrize("reps", [2, (2, 1), (1, 3), (2, 2, 2), (0, 2), (1, 1)])
+def test_tile_matches_numpy(a, reps):
+    want = np.tile(a, reps)
+    got = halojit.trace(lambda x: np.tile(x, reps) + 0)(a)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_roll_and_tile_refuse_traced_amounts():
+    x = np.arange(4.0)
+    with pytest.raises(halojit.UnsupportedError, match="shift must be integers known while tracing"):
+        halojit.trace(lambda x, s: np.roll(x, s))(x, np.int64(1))
+    with pytest.raises(halojit.ShapeError, match="reps .* must be >= 0"):
+        halojit.trace(lambda x: np.tile(x, -1))(x)
