@@ -194,6 +194,29 @@ def with_values(a, values):
     return a
 
 
+def run_in_threads(work, n=4):
+    """``work(k)`` for k in range(n), each in its own thread, all joined."""
+    import threading
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def check_plain_matmul(m, k, n, dtype, seed):
+    """``a @ b`` traced on random (m, k) and (k, n) arrays of ``dtype``:
+    numpy's dtype and values (``assert_matmul_close``). Returns f, a, b."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    f = halojit.trace(lambda a, b: a @ b)
+    got = f(a, b)
+    assert got.dtype == np.dtype(dtype)
+    assert_matmul_close(got, a @ b, k)
+    return f, a, b
+
+
 def assert_matmul_close(got, want, k):
     """A matmul result against numpy's: float sums in another order than
     BLAS, so the error grows like sqrt(k) * eps of the largest value."""

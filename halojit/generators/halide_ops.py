@@ -292,13 +292,6 @@ _LN2_LO = math.log(2.0) - _LN2_HI
 _ROUND_MAGIC = 1.5 * 2.0 ** 23
 
 
-def _f32_horner(x, coefs):
-    r = hl.f32(coefs[-1])
-    for c in reversed(coefs[:-1]):
-        r = r * x + hl.f32(c)
-    return r
-
-
 def _exp2_int(k):
     """2**k as float32 for int32 k in [-126, 127], from the exponent bits."""
     u32 = hl.UInt(32)
@@ -314,7 +307,7 @@ def _exp(a):
     kt = x * f32(1 / LN2) + f32(_ROUND_MAGIC)
     kf = kt - f32(_ROUND_MAGIC)
     r = (x - kf * f32(_LN2_HI)) - kf * f32(_LN2_LO)
-    p = f32(1) + (r + (r * r) * _f32_horner(r, _EXP_H))
+    p = f32(1) + (r + (r * r) * M._poly32(r, _EXP_H))
     k = hl.reinterpret(hl.Int(32), kt) - hl.i32(int(np.float32(_ROUND_MAGIC).view(np.int32)))
     k1 = k >> hl.i32(1)
     # strict even when the kernel is not (HALOJIT_STRICT_FLOAT=0): fast-math
@@ -377,7 +370,7 @@ def _tanh(a):
     kt = z * f32(1 / LN2) + f32(_ROUND_MAGIC_127)
     kf = kt - f32(_ROUND_MAGIC_127)
     r = (z - kf * f32(_LN2_HI)) - kf * f32(_LN2_LO)
-    q = r + (r * r) * _f32_horner(r, _EXP_H)
+    q = r + (r * r) * M._poly32(r, _EXP_H)
     scale = hl.reinterpret(hl.Float(32), hl.reinterpret(u32, kt) << hl.u32(23))
     m = scale * q + (scale - f32(1))
     t = m / (m + f32(2))

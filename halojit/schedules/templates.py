@@ -517,25 +517,20 @@ def apply_elementwise(lowered, params) -> str:
     return "\n".join(lines)
 
 
+# name -> (fits, apply)
+_APPLY = {
+    "RowReduce": (row_reduce_fits, apply_row_reduce),
+    "Matmul": (matmul_fits, apply_matmul),
+    "Stencil": (stencil_fits, apply_stencil),
+    "FullReduce": (full_reduce_fits, apply_full_reduce),
+    "Elementwise": (elementwise_fits, apply_elementwise),
+}
+
+
 def apply_template(lowered, name: str, params: dict) -> str:
-    if name == "RowReduce":
-        if not row_reduce_fits(lowered.graph):
-            raise HalojitError("RowReduce does not apply to this group")
-        return apply_row_reduce(lowered, params)
-    if name == "Matmul":
-        if not matmul_fits(lowered.graph):
-            raise HalojitError("Matmul does not apply to this group")
-        return apply_matmul(lowered, params)
-    if name == "Stencil":
-        if not stencil_fits(lowered.graph):
-            raise HalojitError("Stencil does not apply to this group")
-        return apply_stencil(lowered, params)
-    if name == "FullReduce":
-        if not full_reduce_fits(lowered.graph):
-            raise HalojitError("FullReduce does not apply to this group")
-        return apply_full_reduce(lowered, params)
-    if name == "Elementwise":
-        if not elementwise_fits(lowered.graph):
-            raise HalojitError("Elementwise does not apply to this group")
-        return apply_elementwise(lowered, params)
-    raise HalojitError(f"unknown template {name!r}; expected one of {sorted(TEMPLATES)}.")
+    if name not in _APPLY:
+        raise HalojitError(f"unknown template {name!r}; expected one of {sorted(TEMPLATES)}.")
+    fits, apply = _APPLY[name]
+    if not fits(lowered.graph):
+        raise HalojitError(f"{name} does not apply to this group")
+    return apply(lowered, params)

@@ -1,11 +1,12 @@
 """Compiled kernels (opt_level 3, Halide) against numpy on whole functions."""
 
-import threading
 
 import numpy as np
 import pytest
 
 import halojit
+
+from helpers import run_in_threads
 
 pytestmark = pytest.mark.level3
 rng = np.random.default_rng(7)
@@ -129,11 +130,7 @@ def test_concurrent_calls_from_four_threads():
                 results[k] = f(inputs[k], g, b)
         except Exception as e:  # pragma: no cover - reported below
             errors.append(e)
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work, 4)
     assert not errors
     for k in range(4):
         close(results[k], layernorm(inputs[k], g, b), rtol=1e-4, atol=1e-5)

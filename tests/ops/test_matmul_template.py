@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import halojit
-from helpers import assert_matmul_close
+from helpers import assert_matmul_close, check_plain_matmul
 
 pytestmark = pytest.mark.level3
 
@@ -21,13 +21,7 @@ SHAPES = [(1, 1, 1), (1, 7, 33), (5, 3, 33), (8, 16, 32), (9, 17, 65), (37, 50, 
 @pytest.mark.parametrize("m,k,n", SHAPES)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_matmul_shapes(m, k, n, dtype):
-    rng = np.random.default_rng(m * 1000 + k * 10 + n)
-    a = rng.standard_normal((m, k)).astype(dtype)
-    b = rng.standard_normal((k, n)).astype(dtype)
-    f = halojit.trace(lambda a, b: a @ b)
-    got = f(a, b)
-    assert got.dtype == np.dtype(dtype)
-    assert_matmul_close(got, a @ b, k)
+    f, a, b = check_plain_matmul(m, k, n, dtype, seed=m * 1000 + k * 10 + n)
     assert "Matmul" in f.lower(a, b).groups[0].schedule
 
 

@@ -5,13 +5,14 @@ else reaches TracedFunction._call. Each test checks which path served a call
 
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 import pytest
 
 import halojit
 from halojit import _rt
+
+from helpers import run_in_threads
 
 pytestmark = pytest.mark.level3
 
@@ -161,11 +162,7 @@ def test_concurrent_calls_from_threads():
             if not np.allclose(got, np.exp(x) - x, rtol=1e-6, atol=1e-6):
                 errors.append(seed)
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work, 4)
     assert not errors
 
 

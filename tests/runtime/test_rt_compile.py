@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import halide as hl
@@ -16,6 +15,8 @@ from halojit import _rt
 from halojit.errors import CompileError
 from halojit.generators import compile as hc
 from halojit.runtime import cache
+
+from helpers import run_in_threads
 
 SHAPE = (48, 64)  # the shape the axpb fixture was autoscheduled for
 
@@ -138,11 +139,7 @@ def test_atomic_write_and_lock(tmp_path):
             order.append(("in", i))
             order.append(("out", i))
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(worker, 4)
     assert all(order[k][1] == order[k + 1][1] for k in range(0, 8, 2))
 
 
@@ -163,9 +160,5 @@ def test_concurrent_runs_from_threads(exp_kernel, axpb):
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(worker, 4)
     assert not errors, errors[0]

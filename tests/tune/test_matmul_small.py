@@ -11,7 +11,7 @@ import pytest
 
 import halojit
 from halojit.bench.workloads import SIZES, gelu, mlp
-from helpers import assert_matmul_close
+from helpers import assert_matmul_close, check_plain_matmul
 
 pytestmark = pytest.mark.level3
 
@@ -28,13 +28,7 @@ def _schedule(f, *args):
 @pytest.mark.parametrize("m,k,n", UNPACKED + PACKED)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_small_matmul_matches_numpy(m, k, n, dtype):
-    rng = np.random.default_rng(m * 10000 + k * 100 + n)
-    a = rng.standard_normal((m, k)).astype(dtype)
-    b = rng.standard_normal((k, n)).astype(dtype)
-    f = halojit.trace(lambda a, b: a @ b)
-    got = f(a, b)
-    assert got.dtype == np.dtype(dtype)
-    assert_matmul_close(got, a @ b, k)
+    f, a, b = check_plain_matmul(m, k, n, dtype, seed=m * 10000 + k * 100 + n)
     sched = _schedule(f, a, b)
     assert "Matmul" in sched and "serial" in sched
     # float32 blocks are 32 lanes, float64 ones 16: N % 32 == 0 is unpacked for both
