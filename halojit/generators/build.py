@@ -122,6 +122,7 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
     if target is not None and target.has_gpu_feature():
         from ..schedules.gpu import default_gpu_spec
         return default_gpu_spec(local)
+    from ..schedules.col_reduce import default_params as col_default_params
     from ..schedules.templates import (elementwise_fits, full_reduce_fits, matmul_fits,
                                       row_reduce_fits, stencil_fits)
     if matmul_fits(local):
@@ -138,6 +139,9 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
         strip = height if serial else max(8, min(128, height // 16))
         return make_spec("Stencil", {"rows": str(strip), "tile_x": "0",
                                      "vector": "32" if serial else "64", "sliding": "1"})
+    col = col_default_params(local, serial)
+    if col is not None:
+        return make_spec("ColReduce", col)
     if serial:
         # Adams2019 believing in one core schedules no parallel loop
         return make_spec("Adams2019", {"parallelism": "1"})

@@ -63,6 +63,9 @@ class Stage:
     # CHEAP_BUDGET single-instruction ops (add, subtract, multiply) per
     # element, so a template may inline it instead of storing it
     cheap: bool = False
+    # colpart only: the update's loops innermost first, in the input's memory
+    # order (kept Vars and reduced RVars interleaved), then the chunk Var
+    loop_order: tuple = ()
 
 
 # Ops that recompute in one vector instruction (no float16 rounding), and how
@@ -78,13 +81,17 @@ class Lowerer:
     """Builds the Halide algorithm of one local graph."""
 
     def __init__(self, graph: Graph, name: str, matmul_block: int | None = None,
-                 strict_wrap: bool = False, fast_math: bool = False):
+                 strict_wrap: bool = False, fast_math: bool = False,
+                 col_chunks: int | None = None):
         self.graph = graph
         self.name = name
         self.fast_math = fast_math  # HALOJIT_FAST_MATH: halide_fastmath's float32 functions
         # lanes of a packed-B column block when the Matmul template schedules
         # this group (lower_matmul_blocked), else None
         self.matmul_block = matmul_block
+        # chunks of a reduction over leading axes when the ColReduce template
+        # schedules this group (lower_col_reduce), else None
+        self.col_chunks = col_chunks
         # the kernel compiles without strict_float so that the matmul
         # accumulation contracts to FMA; every other value is wrapped in
         # hl.strict_float, which keeps numpy's NaN/inf/-0.0 semantics there
@@ -352,6 +359,8 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
         return x  # axis=() or a 0-d operand: every reduction is the identity
     ct, init, combine = _reducer(op, dt)
     last = len(x.shape) - 1
+    if lw.col_chunks and last not in axes:
+        return lower_col_reduce(lw, node, x, ct, init, combine)
     n = x.shape[last]
     out_vars = lw.vars(node.aval.ndim)
     f = hl.Func(lw.fresh(op))
@@ -429,11 +438,73 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
         rdom = hl.RDom([hl.Range(0, x.shape[a]) for a in reversed(axes)])
         rvars = {a: rdom[k] for k, a in enumerate(reversed(axes))}
         _define(f, out_vars, combine(_ref(f, out_vars), value(src_index(rvars))))
-    wide = ct != H.compute_type(dt)
-    convert = (lambda e: H.round_f16(hl.cast(hl.Float(32), e)) if dt == np.float16
-               else hl.cast(H.compute_type(dt), e)) if wide else None
     lw.stages.append(Stage("reduce", f, node.shape, rdom, x.shape))
-    return func_lazy(f, node.shape, dt, convert=convert)
+    return func_lazy(f, node.shape, dt, convert=_wide_convert(ct, dt))
+
+
+def _wide_convert(ct, dt):
+    """Back from a wider accumulator (float64 sums of float32) to dt, or None."""
+    if ct == H.compute_type(dt):
+        return None
+    if dt == np.float16:
+        return lambda e: H.round_f16(hl.cast(hl.Float(32), e))
+    return lambda e: hl.cast(H.compute_type(dt), e)
+
+
+def lower_col_reduce(lw: Lowerer, node: Node, x: Lazy, ct, init, combine) -> Lazy:
+    """A reduction over leading axes (the last axis kept: column sums, a
+    softmax over axis 0) for the ColReduce template. The outermost reduced
+    axis is cut into ``lw.col_chunks`` chunks of consecutive rows; a chunk's
+    partial keeps one accumulator per kept element (a whole row of them) and
+    walks its rows in memory order, so every read streams; the reduce stage
+    then combines the chunks' partials in chunk order."""
+    axes, keep = node.params["axes"], node.params["keepdims"]
+    out_vars = lw.vars(node.aval.ndim)
+    o = min(axes)
+    extent = x.shape[o]
+    chunks = max(1, min(lw.col_chunks, extent))
+    size = -(-extent // chunks)
+    chunks = -(-extent // size)  # no empty chunk
+    inner = [a for a in sorted(axes) if a != o]
+    chunk = hl.Var("chunk")
+    rk = hl.RDom([hl.Range(0, x.shape[a]) for a in reversed(inner)] + [hl.Range(0, size)])
+    rows = rk[len(inner)]
+    rvars = {a: rk[k] for k, a in enumerate(reversed(inner))}
+    # the min is a no-op under the where(); it tells bounds inference that
+    # the last chunk stops at the array's end
+    rvars[o] = hl.min(chunk * size + rows, extent - 1) if chunks * size != extent \
+        else chunk * size + rows
+    if chunks * size != extent:
+        rk.where(chunk * size + rows < extent)
+    idx, order, j = [], [], 0
+    for d in range(len(x.shape)):
+        if d in rvars:
+            idx.append(rvars[d])
+            j += keep
+        else:
+            idx.append(out_vars[j])
+            j += 1
+    for d in reversed(range(len(x.shape))):  # memory order, innermost first
+        if d not in axes:
+            order.append(idx[d])
+        elif d == o:
+            order.append(rows)
+        else:
+            order.append(rk[inner[::-1].index(d)])
+    if keep:
+        order += [out_vars[d] for d in axes]  # unit dims: outermost
+    part = hl.Func(lw.fresh(node.op + "_colpart"))
+    pvars = [chunk] + out_vars
+    _define(part, pvars, init)
+    _define(part, pvars, combine(_ref(part, pvars), hl.cast(ct, x.at(idx))))
+    lw.stages.append(Stage("colpart", part, (chunks,) + tuple(node.shape), rk, x.shape,
+                           loop_order=tuple(order) + (chunk,)))
+    f = hl.Func(lw.fresh(node.op))
+    _define(f, out_vars, init)
+    rc = hl.RDom([hl.Range(0, chunks)])
+    _define(f, out_vars, combine(_ref(f, out_vars), _ref(part, [rc.x] + out_vars)))
+    lw.stages.append(Stage("reduce", f, node.shape, rc, x.shape))
+    return func_lazy(f, node.shape, node.dtype, convert=_wide_convert(ct, node.dtype))
 
 
 def lower_argreduce(lw: Lowerer, node: Node, operands) -> Lazy:
@@ -686,7 +757,11 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
     kernel's hl.Target) matter for the Matmul template only, whose
     algorithm packs B and whose kernel drops strict_float for FMA (see
     ``LoweredGroup.target``)."""
-    block, wrap = None, False
+    block, wrap, col_chunks = None, False, None
+    if spec is not None and spec.name == "ColReduce":
+        from ..schedules.col_reduce import col_chunks_of, col_reduce_fits
+        if col_reduce_fits(graph):
+            col_chunks = col_chunks_of(dict(spec.params))
     if spec is not None and spec.name == "Matmul":
         from ..schedules.templates import matmul_fits, matmul_block
         if matmul_fits(graph):
@@ -694,7 +769,7 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
             natural = target.natural_vector_size(hl.Float(32)) if target is not None else 16
             block = matmul_block(dict(spec.params), mm.dtype.itemsize, natural)
             wrap = target is not None and target.has_feature(hl.TargetFeature.StrictFloat)
-    lw = Lowerer(graph, name, block, wrap, fast_math)
+    lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks)
     pipeline, params, outputs = lw.lower()
     lowered = LoweredGroup(pipeline, params, outputs, lw.stages, graph)
     if wrap:

@@ -18,7 +18,7 @@ import random
 from ..graph.ir import Graph
 from ..graph.ops import REDUCTION, REGISTRY
 from .autoschedule import ScheduleSpec, default_parallelism, make_spec
-from .templates import TEMPLATES, elementwise_fits, full_reduce_fits, matmul_fits, row_reduce_fits, sliced_reads, stencil_fits
+from .templates import TEMPLATES, col_reduce_fits, elementwise_fits, full_reduce_fits, matmul_fits, row_reduce_fits, sliced_reads, stencil_fits
 
 # Random Adams2019 samples planned per group (a budget usually ends sooner).
 RANDOM_SAMPLES = 256
@@ -33,6 +33,8 @@ TEMPLATE_GRIDS = {
     "Stencil": (stencil_fits, {"rows": (32, 16, 64, 128), "tile_x": (0, 1024, 512),
                                "vector": (32, 16, 64), "sliding": (1, 0)}),
     "FullReduce": (full_reduce_fits, {}),  # no parameters: the chunks come from the lowering
+    "ColReduce": (col_reduce_fits, {"chunks": (8, 1, 4, 16, 32), "unroll": (4, 1, 2, 8),
+                                    "vector": (16, 32, 8), "inline": (1, 0)}),
     "Elementwise": (elementwise_fits, {"vector": (64, 32, 128, 16), "task_kib": (1024, 256, 4096)}),
 }
 assert set(TEMPLATE_GRIDS) == set(TEMPLATES), "every template needs a tuning grid"

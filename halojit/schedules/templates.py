@@ -13,6 +13,7 @@ import os
 import halide as hl
 
 from ..errors import HalojitError
+from .col_reduce import COL_REDUCE, apply_col_reduce, col_reduce_fits
 from .full_reduce import FULL_REDUCE, apply_full_reduce, full_reduce_fits
 
 # name -> (defaults, doc)
@@ -35,6 +36,7 @@ TEMPLATES = {
                     "rows vectorized vector lanes wide (several native vectors per "
                     "iteration: loads issued ahead of long math chains)"),
     "FullReduce": FULL_REDUCE,
+    "ColReduce": COL_REDUCE,
 }
 
 
@@ -523,6 +525,7 @@ _APPLY = {
     "Matmul": (matmul_fits, apply_matmul),
     "Stencil": (stencil_fits, apply_stencil),
     "FullReduce": (full_reduce_fits, apply_full_reduce),
+    "ColReduce": (col_reduce_fits, apply_col_reduce),
     "Elementwise": (elementwise_fits, apply_elementwise),
 }
 
