@@ -33,8 +33,8 @@ TEMPLATE_GRIDS = {
     "Stencil": (stencil_fits, {"rows": (32, 16, 64, 128), "tile_x": (0, 1024, 512),
                                "vector": (32, 16, 64), "sliding": (1, 0)}),
     "FullReduce": (full_reduce_fits, {}),  # no parameters: the chunks come from the lowering
-    "ColReduce": (col_reduce_fits, {"chunks": (8, 1, 4, 16, 32), "unroll": (8, 1, 2, 4),
-                                    "vector": (32, 16, 8), "inline": (1, 0)}),
+    "ColReduce": (col_reduce_fits, {"chunks": (8, 1, 4, 16, 32), "unroll": (4, 1, 2, 8),
+                                    "vector": (16, 32, 8), "inline": (1, 0)}),
     "Elementwise": (elementwise_fits, {"vector": (64, 32, 128, 16), "task_kib": (1024, 256, 4096)}),
 }
 assert set(TEMPLATE_GRIDS) == set(TEMPLATES), "every template needs a tuning grid"
