@@ -101,8 +101,9 @@ def _int(params, key) -> int:
         v = int(raw)
     except (TypeError, ValueError):
         raise HalojitError(f"template parameter {key}={raw!r}: expected an integer.")
-    if v < (0 if key in ("inline", "parallel") else 1):
-        raise HalojitError(f"template parameter {key}={v}: expected >= 1.")
+    low = 0 if key in ("inline", "parallel") else 1  # switches, else counts
+    if v < low:
+        raise HalojitError(f"template parameter {key}={v}: expected >= {low}.")
     return v
 
 

@@ -197,3 +197,16 @@ def test_last_axis_reductions_fall_back_from_col_reduce():
     x = rand(100, 50, seed=11)
     g = check(lambda a: a.sum(axis=-1), x, rtol=2e-5, atol=1e-5, autoscheduler="ColReduce")
     assert not g.scheduler.startswith("ColReduce"), g.scheduler
+
+
+@pytest.mark.parametrize("params,expected", [({"chunks": "0"}, ">= 1"), ({"parallel": "-1"}, ">= 0"),
+                                             ({"unroll": "two"}, "expected an integer")])
+def test_bad_parameters_are_named(params, expected):
+    from halojit.schedules.col_reduce import apply_col_reduce, col_chunks_of
+    with pytest.raises(halojit.HalojitError, match=expected):
+        col_chunks_of(params) if "chunks" in params else apply_col_reduce(_Lowered(), params)
+
+
+class _Lowered:
+    """apply_col_reduce reads its parameters before it looks at the group."""
+    stages = ()
