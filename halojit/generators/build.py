@@ -118,7 +118,14 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
     Stencil: strips of up to 128 rows, each first-pass row computed once as
     a sliding window. Separable 3x3 blur (4096, 4096), medians of 30 after a
     warm-up, same VM: Adams2019 4.86 ms (out= 4.65), Stencil 3.86 (3.95);
-    (64, 64) 1.33x (tuner, paired)."""
+    (64, 64) 1.33x (tuner, paired).
+
+    A reduction over leading axes that keeps the last one (``x.sum(axis=0)``,
+    a softmax over axis 0) takes ColReduce where its accumulator rows stay
+    small (col_reduce.default_params): chunks of rows streamed in parallel.
+    Medians of 21, same VM, Adams2019 -> ColReduce in ms: column sum (4096,
+    4096) 3.7-4.1 -> 1.25-1.42 (numpy 2.9), softmax over axis 0 (1024,
+    4096) 5.0-5.2 -> 2.8-2.9, x.std(axis=0) (4096, 4096) 13.4 -> 2.6-3.1."""
     if target is not None and target.has_gpu_feature():
         from ..schedules.gpu import default_gpu_spec
         return default_gpu_spec(local)

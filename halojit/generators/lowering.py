@@ -284,16 +284,21 @@ def _reduce_setup(lw: Lowerer, node: Node, x: Lazy):
     # innermost (numpy's last) reduced axis first: RDom dim 0 is the inner loop
     rdom = hl.RDom([hl.Range(0, x.shape[a]) for a in reversed(axes)]) if axes else None
     rvars = {a: rdom[k] for k, a in enumerate(reversed(axes))} if axes else {}
+    return out_vars, rdom, _src_index(len(x.shape), rvars, out_vars, keep)
+
+
+def _src_index(ndim, rvars, out_vars, keep):
+    """A reduction's input index: ``rvars[d]`` on reduced axes d, the output's
+    Vars elsewhere (keepdims outputs skip their unit Vars)."""
     idx, j = [], 0
-    for d in range(len(x.shape)):
+    for d in range(ndim):
         if d in rvars:
             idx.append(rvars[d])
-            if keep:
-                j += 1
+            j += keep
         else:
             idx.append(out_vars[j])
             j += 1
-    return out_vars, rdom, idx
+    return idx
 
 
 def _define(f, out_vars, value):
@@ -370,15 +375,7 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
         return hl.cast(ct, x.at(idx))
 
     def src_index(rvars):
-        idx, j = [], 0
-        for d in range(len(x.shape)):
-            if d in rvars:
-                idx.append(rvars[d])
-                j += node.params["keepdims"]
-            else:
-                idx.append(out_vars[j])
-                j += 1
-        return idx
+        return _src_index(len(x.shape), rvars, out_vars, node.params["keepdims"])
 
     if last in axes and n >= SPLIT_MIN:
         # lanes over the last axis, and CHUNKS pure chunks so that a full
@@ -470,20 +467,14 @@ def lower_col_reduce(lw: Lowerer, node: Node, x: Lazy, ct, init, combine) -> Laz
     rk = hl.RDom([hl.Range(0, x.shape[a]) for a in reversed(inner)] + [hl.Range(0, size)])
     rows = rk[len(inner)]
     rvars = {a: rk[k] for k, a in enumerate(reversed(inner))}
-    # the min is a no-op under the where(); it tells bounds inference that
-    # the last chunk stops at the array's end
-    rvars[o] = hl.min(chunk * size + rows, extent - 1) if chunks * size != extent \
-        else chunk * size + rows
+    rvars[o] = chunk * size + rows
     if chunks * size != extent:
-        rk.where(chunk * size + rows < extent)
-    idx, order, j = [], [], 0
-    for d in range(len(x.shape)):
-        if d in rvars:
-            idx.append(rvars[d])
-            j += keep
-        else:
-            idx.append(out_vars[j])
-            j += 1
+        rk.where(rvars[o] < extent)
+        # a no-op under the where(); it tells bounds inference that the last
+        # chunk stops at the array's end
+        rvars[o] = hl.min(rvars[o], extent - 1)
+    idx = _src_index(len(x.shape), rvars, out_vars, keep)
+    order = []
     for d in reversed(range(len(x.shape))):  # memory order, innermost first
         if d not in axes:
             order.append(idx[d])

@@ -92,29 +92,33 @@ def default_params(graph, serial: bool) -> dict | None:
 
 
 def col_chunks_of(params) -> int:
-    return _int(params, "chunks")
+    return _int({**COL_REDUCE[0], **params}, "chunks")
 
 
 def _int(params, key) -> int:
-    raw = params.get(key, COL_REDUCE[0][key])
+    """A count (>= 1, templates._int) or a 0/1 switch (inline, parallel)."""
+    from .templates import _int as count
+    if key not in ("inline", "parallel"):
+        return count(params, key)
+    raw = params.get(key)
     try:
         v = int(raw)
     except (TypeError, ValueError):
         raise HalojitError(f"template parameter {key}={raw!r}: expected an integer.")
-    low = 0 if key in ("inline", "parallel") else 1  # switches, else counts
-    if v < low:
-        raise HalojitError(f"template parameter {key}={v}: expected >= {low}.")
+    if v < 0:
+        raise HalojitError(f"template parameter {key}={v}: expected >= 0.")
     return v
 
 
 def _vectorize(stage, var, factor: int, lines: list, what: str):
-    inner = hl.Var(f"{var.name()}_vi")
-    stage.split(var, var, inner, factor, hl.TailStrategy.GuardWithIf).vectorize(inner)
+    from .templates import _vectorize as vectorize
+    vectorize(stage, var, factor)
     lines.append(f"{what}.vectorize({var.name()}, {factor})")
 
 
 def apply_col_reduce(lowered, params) -> str:
     from .templates import fix_extents
+    params = {**COL_REDUCE[0], **params}  # a spec's are complete (make_spec); direct calls
     vector, unroll = _int(params, "vector"), _int(params, "unroll")
     inline, parallel = _int(params, "inline"), _int(params, "parallel")
     parts = [st for st in lowered.stages if st.kind == "colpart"]
