@@ -42,8 +42,8 @@ def plant_specials(x):
     x[5, :] = 2.5
     x[6, :] = 0.0
     x[6, ::3] = -0.0
-    x[7, 17] = np.nan
-    x[7, 18] = np.inf
+    x[7, 17 % w] = np.nan
+    x[7, 18 % w] = np.inf
     return x
 
 
@@ -111,15 +111,51 @@ def test_row_max_min_reductions_with_nan_and_signed_zeros(op):
     assert_same(got, want)
 
 
-def test_3d_rows_keep_adams_and_match_numpy():
-    """Outer axes fuse into one row loop where RowReduce walks one row at a
-    time (no accumulator blocks): the default stays Adams2019 there."""
-    x = plant_specials(rand(3, rows_for(256) // 3 + 1, 256, seed=6).reshape(-1, 256)
-                       ).reshape(3, -1, 256)
+def nd_rows(outer, width, seed):
+    """Rows of an N-D array with the leading ``outer`` shape (its last
+    entry found so the total is above the serial threshold), specials
+    planted in rows that sit in different outer slices."""
+    per = -(-rows_for(width) // int(np.prod(outer)))
+    rows = rand(int(np.prod(outer)) * per, width, seed=seed)
+    plant_specials(rows[:8])
+    plant_specials(rows[-8:])
+    return rows.reshape(*outer, per, width)
+
+
+@pytest.mark.parametrize("outer,width", [
+    ((3,), 256),        # the second-to-last axis is not a multiple of the block of 4
+    ((5, 2), 70),       # 4-D
+    ((4,), 10),         # narrow rows: 8-lane vectors and a tail
+])
+def test_nd_rows_take_blocked_row_reduce(outer, width):
+    """Leading axes fuse with the block index of the second-to-last axis,
+    so a block never straddles two of them: softmax over (64, 256, 1024)
+    9.7 -> 8.9 ms, (16, 16, 64, 1024) 11.0 -> 9.4 against Adams2019."""
+    x = nd_rows(outer, width, seed=width)
     f, g = traced(softmax, x)
-    assert not g.scheduler.startswith("RowReduce"), g.scheduler
+    assert g.scheduler.startswith("RowReduce"), g.scheduler
+    with np.errstate(invalid="ignore"):
+        want = softmax(x)
+    assert_same(f(x), want, rtol=1e-5, atol=1e-7)
+    gamma, beta = rand(width, seed=1), rand(width, seed=2)
+    f, g = traced(layernorm, x, gamma, beta)
+    assert g.scheduler.startswith("RowReduce"), g.scheduler
+    with np.errstate(invalid="ignore"):
+        assert_same(f(x, gamma, beta), layernorm(x, gamma, beta), rtol=1e-4, atol=1e-5)
+
+
+def test_nd_rows_of_a_strided_view_and_short_middle_axis():
+    """A transposed view (its rows are not contiguous in memory) with a
+    second-to-last axis of 2, shorter than the block: the block shrinks."""
+    base = nd_rows((2,), 96, seed=9)           # (2, rows, 96)
+    x = base.transpose(1, 0, 2)                # (rows, 2, 96)
+    assert not x.flags.c_contiguous
+    keep = x.copy()
+    f, g = traced(softmax, x)
+    assert g.scheduler.startswith("RowReduce"), g.scheduler
     with np.errstate(invalid="ignore"):
         assert_same(f(x), softmax(x), rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(x, keep)
 
 
 def test_reduced_rows_as_output_keep_adams():

@@ -127,7 +127,10 @@ def test_stencil_without_shared_stage_matches_numpy():
     ((13, 83), {"block": 4, "rows_per_task": 8, "vector": 16}),   # 13 rows, 83 = 5*16 + 3
     ((3, 200), {"block": 8, "rows_per_task": 32, "vector": 32}),  # fewer rows than a block
     ((50, 16), {"block": 16, "rows_per_task": 128, "vector": 8}),
-    ((2, 5, 37), {"block": 4, "rows_per_task": 2, "vector": 16}),  # 3-D: one row at a time
+    ((2, 5, 37), {"block": 4, "rows_per_task": 2, "vector": 16}),  # 3-D: blocks within a slice
+    ((3, 2, 37), {"block": 4, "rows_per_task": 8, "vector": 16}),  # middle axis < block
+    ((2, 3, 1, 40), {"block": 4, "rows_per_task": 1, "vector": 64}),  # middle axis 1, 8 lanes
+    ((7, 6, 3), {"block": 2, "rows_per_task": 4, "vector": 16}),   # 3 wide: no vector
 ])
 def test_row_reduce_blocks_match_numpy(shape, params):
     x = rand(*shape, seed=shape[0])
