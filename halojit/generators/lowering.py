@@ -657,8 +657,8 @@ def lower_pad(lw, node, operands):
 def lower_matmul(lw, node, operands):
     a, b = operands
     dt = node.dtype
-    if lw.matmul_block and len(a.shape) == node.aval.ndim >= 2 and len(b.shape) == 2 \
-            and dt.kind == "f" and dt.itemsize >= 4:
+    if lw.matmul_block and len(a.shape) == node.aval.ndim >= 2 \
+            and len(b.shape) in (2, node.aval.ndim) and dt.kind == "f" and dt.itemsize >= 4:
         return lower_matmul_blocked(lw, node, a, b, lw.matmul_block)
     k = a.shape[-1]
     out_vars = lw.vars(node.aval.ndim)
@@ -685,35 +685,52 @@ def lower_matmul_blocked(lw, node, a, b, block):
     ``bpack[j, k, jb] = B[k, jb*block + j]`` (contiguous rows of ``block``
     lanes; the last block is padded by clamping), and C computed per block,
     ``cblock[j, i, jb] = sum_k A[i, k] * bpack[j, k, jb]``. A batched A
-    (..., M, K) with a 2-D B is one matrix of prod(...) * M rows.
+    (..., M, K) with a 2-D B is one matrix of prod(...) * M rows; with a
+    batched B (..., K, N) both Funcs take the batch indices as their last
+    arguments (Halide order), each operand's size-1 batch axes broadcast.
 
     The accumulation is the only unstrict float arithmetic of the group
     (``Lowerer.strict_wrap``): it contracts to FMA, and its summation order
     already differs from numpy's BLAS."""
     *batch, m, k = a.shape
-    n = b.shape[1]
-    rows = int(np.prod(batch, dtype=np.int64)) * m
+    n = b.shape[-1]
     j, i, kk, jb = hl.Var("j"), hl.Var("i"), hl.Var("k"), hl.Var("jb")
-
-    def a_index(i):  # row i of the flattened A -> (batch..., m) indices
-        idx = [i % m if batch else i]
-        rest = i / m
-        for d in reversed(batch):
-            idx.insert(0, rest % d)
-            rest = rest / d
-        return idx
     pack = hl.Func(lw.fresh("bpack"))
-    pack[j, kk, jb] = lw.strict(b.at([kk, hl.min(jb * block + j, n - 1)]))
     c = hl.Func(lw.fresh("matmul"))
     r = hl.RDom([hl.Range(0, k)])
     ct = H.compute_type(node.dtype)
-    c[j, i, jb] = hl.cast(ct, 0)
-    c[j, i, jb] = c[j, i, jb] + lw.strict(a.at(a_index(i) + [r.x])) * pack[j, r.x, jb]
-    lw.stages.append(Stage("pack", pack, (-(-n // block), k, block)))
-    lw.stages.append(Stage("matmul", c, (rows, n), r, (rows, k)))
+    col = hl.min(jb * block + j, n - 1)
+    if len(b.shape) == 2:
+        rows = int(np.prod(batch, dtype=np.int64)) * m
+
+        def a_index(i):  # row i of the flattened A -> (batch..., m) indices
+            idx = [i % m if batch else i]
+            rest = i / m
+            for d in reversed(batch):
+                idx.insert(0, rest % d)
+                rest = rest / d
+            return idx
+        bv = []
+        pack[j, kk, jb] = lw.strict(b.at([kk, col]))
+        a_at = a.at(a_index(i) + [r.x])
+        shapes = (-(-n // block), k, block), (rows, n)
+    else:
+        out_batch = node.shape[:-2]
+        bv = [hl.Var(f"b{d}") for d in range(len(out_batch))]  # numpy order
+        pack[[j, kk, jb] + bv[::-1]] = lw.strict(
+            b.at(bcast_index(bv, b.shape[:-2]) + [kk, col]))
+        a_at = a.at(bcast_index(bv, a.shape[:-2]) + [i, r.x])
+        shapes = (*out_batch, -(-n // block), k, block), (*out_batch, m, n)
+    cargs = [j, i, jb] + bv[::-1]
+    c[cargs] = hl.cast(ct, 0)
+    c[cargs] = c[cargs] + lw.strict(a_at) * pack[[j, r.x, jb] + bv[::-1]]
+    lw.stages.append(Stage("pack", pack, shapes[0]))
+    lw.stages.append(Stage("matmul", c, shapes[1], r, (*shapes[1][:-1], k)))
 
     def at(idx):
         *bidx, row, x = idx
+        if bv:  # batched B: C keeps the batch axes
+            return hl.Expr(c[[x % block, row, x // block] + bidx[::-1]])
         stride = m  # back to the flattened row
         for d, e in zip(reversed(batch), reversed(bidx)):
             row = row + e * stride

@@ -8,6 +8,7 @@ x86-64 (AVX-512) CI machine, float32, strict_float, fresh outputs.
 
 from __future__ import annotations
 
+import math
 import os
 
 import halide as hl
@@ -252,15 +253,15 @@ def apply_row_reduce(lowered, params) -> str:
 
 def matmul_fits(graph) -> bool:
     """One output of the shape of exactly one float32/float64 matmul of an
-    (..., M, K) by a 2-D (K, N) operand (plus elementwise prologue and
-    epilogue), no reductions."""
+    (..., M, K) by a 2-D (K, N) or an (..., K, N) operand of the same rank
+    (plus elementwise prologue and epilogue), no reductions."""
     mms = [n for n in graph.nodes if n.op == "matmul"]
     if len(graph.outputs) != 1 or len(mms) != 1:
         return False
     mm = mms[0]
     a, b = mm.inputs
     return graph.outputs[0].shape == mm.shape and mm.aval.ndim >= 2 and \
-        a.aval.ndim == mm.aval.ndim and b.aval.ndim == 2 and \
+        a.aval.ndim == mm.aval.ndim and b.aval.ndim in (2, mm.aval.ndim) and \
         mm.dtype.kind == "f" and mm.dtype.itemsize >= 4 and \
         not any(n.op in REDUCTIONS for n in graph.nodes)
 
@@ -309,7 +310,13 @@ def apply_matmul(lowered, params) -> str:
     2000 runs, packed -> unpacked: 5.9 -> 5.2-5.5 us and 4.1-4.4 -> 2.8-3.3
     us (same machine, shared with other jobs).
     With a column tail the unpacked B read gathers in the tail block:
-    (100, 100, 100) 17.8 -> 53.9 us, so those keep the packing."""
+    (100, 100, 100) 17.8 -> 53.9 us, so those keep the packing.
+
+    A batched B (..., K, N) is packed per matrix: the batch loops go
+    outside the panel loop and fuse with it into one parallel loop, a task
+    per (matrix, panel) packing that panel. Halojit's times on this VM are
+    bimodal (0.45 or 0.9 ms for (4, 256, 256) @ (4, 256, 256), the same
+    kernel: the pool's two threads sometimes share one core); numpy 0.52-0.6."""
     uk = _int(params, "unroll_k")
     out = lowered.outputs[0]
     (mm,) = [s for s in lowered.stages if s.kind == "matmul"]
@@ -320,8 +327,9 @@ def apply_matmul(lowered, params) -> str:
     node = next(n for n in lowered.graph.nodes if n.op == "matmul")
     block = pack.shape[-1]  # as the lowering packed B (matmul_block)
     vec = block // 2
-    flat_rows, n = mm.shape
-    m = node.shape[-2]
+    n, m = mm.shape[-1], node.shape[-2]
+    flat_rows = math.prod(mm.shape[:-1])
+    batched_b = len(pack.shape) > 3  # B has batch axes: packed per matrix
     # 32 vector registers with AVX-512 (16-lane float32 vectors), 16 below
     max_rows = MAX_BLOCK_ROWS if vec * node.dtype.itemsize >= 64 else 6
     rows = max(1, min(_int(params, "tile_m"), max_rows, m))
@@ -345,6 +353,8 @@ def apply_matmul(lowered, params) -> str:
     out.split(y, yo, yi, rows, shift)
     if direct:
         out.reorder(xii, yi, yo, xi, *batch, xo)
+    elif batched_b:  # a panel of one matrix's B per pack: the batch loops outside it
+        out.reorder(xii, yi, xi, yo, xo, *batch)
     else:
         out.reorder(xii, yi, xi, yo, *batch, xo)
     # enough tasks for the thread pool: split the rows too when panels are few
@@ -357,6 +367,13 @@ def apply_matmul(lowered, params) -> str:
     if serial:  # less work than a pool wake-up
         anchor = xo
         lines.append("    # serial: small" + (", B unpacked" if direct else ""))
+    elif batched_b:  # every (matrix, panel) a task, its B panel packed in it
+        anchor = xo
+        for v in batch:
+            out.fuse(anchor, v, task)
+            anchor, task = task, hl.Var(f"{task.name()}_")
+        out.parallel(anchor)
+        lines.append("    .fuse(xo, batch..., task).parallel(task)")
     elif batch and panels < want:  # few panels: batch x panels tasks, B packed per task
         out.reorder(xii, yi, xi, yo, xo, *batch).fuse(xo, batch[0], task).parallel(task)
         anchor = task
@@ -375,7 +392,7 @@ def apply_matmul(lowered, params) -> str:
     out.vectorize(xii, vec).unroll(yi)
     lines.append(f"    .vectorize(xii, {vec}).unroll(yi)")
     c = mm.func
-    j, i, jb = c.args()
+    j, i, jb, *_ = c.args()
     c.compute_at(out, yo if direct else xi).store_in(hl.MemoryType.Register)
     c.bound_extent(j, block).bound_extent(i, rows)
     c.vectorize(j, vec).unroll(j).unroll(i)

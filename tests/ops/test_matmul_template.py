@@ -83,3 +83,54 @@ def test_batched_rows_times_a_matrix(a_shape):
     got = f(a, w, bias)
     assert_matmul_close(got, np.maximum(a @ w + bias, 0), a_shape[-1])
     assert "Matmul" in f.lower(a, w, bias).groups[0].schedule
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [
+    ((3, 5, 16), (3, 16, 9)),            # serial, no column tail: B read in place
+    ((3, 5, 16), (3, 16, 40)),           # serial with a column tail: packed per matrix
+    ((6, 70, 33), (6, 33, 100)),         # parallel: a task per (matrix, panel)
+    ((2, 3, 37, 20), (2, 3, 20, 65)),    # 4-D
+    ((2, 1, 40, 33), (1, 3, 33, 70)),    # batch axes broadcast both ways
+    ((1, 64, 48), (5, 48, 80)),          # A broadcast over B's batch
+    ((4, 1, 24), (4, 24, 1)),            # one row, one column
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_batched_matmul_packs_b_per_matrix(a_shape, b_shape, dtype):
+    rng = np.random.default_rng(sum(a_shape) + sum(b_shape))
+    a = rng.standard_normal(a_shape).astype(dtype)
+    b = rng.standard_normal(b_shape).astype(dtype)
+    keep_a, keep_b = a.copy(), b.copy()
+    f = halojit.trace(lambda a, b: a @ b)
+    assert f.lower(a, b).groups[0].scheduler.startswith("Matmul")
+    got = f(a, b)
+    assert got.dtype == dtype
+    assert_matmul_close(got, a @ b, a_shape[-1])
+    np.testing.assert_array_equal(a, keep_a)
+    np.testing.assert_array_equal(b, keep_b)
+
+
+def test_attention_scores_with_transposed_keys_and_softmax_input():
+    """q @ k.swapaxes(-1, -2) / sqrt(d): B is a strided view, the scale an
+    epilogue; NaN and inf in one head stay in that head."""
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((2, 4, 50, 32), dtype=np.float32)
+    k = rng.standard_normal((2, 4, 50, 32), dtype=np.float32)
+    q[1, 2, 3, 5] = np.nan
+    k[0, 1, 7, 0] = np.inf
+
+    def scores(q, k):
+        return q @ k.swapaxes(-1, -2) / np.float32(np.sqrt(32))
+
+    f = halojit.trace(scores)
+    assert f.lower(q, k).groups[0].scheduler.startswith("Matmul")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = scores(q, k)
+    got = f(q, k)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.array_equal(np.isinf(got), np.isinf(want))
+    ok = np.isfinite(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=1e-4, atol=1e-4)
+    out = np.empty_like(want)
+    f(q, k, out=out)
+    assert np.array_equal(np.isnan(out), np.isnan(want))
