@@ -93,6 +93,12 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
         for subset in subsets:
             if sum(g.kind == "linalg" for g in subset) > 1:
                 continue
+            if len(subset) > 1 and any(g.kind == "linalg" for g in subset) and any(
+                    REGISTRY[m.op].trait == REDUCTION for g in subset for m in g.nodes):
+                # an epilogue op reading a reduction (softmax's x - max of a
+                # matmul's scores) would pull the reduction into the matmul's
+                # group, which then fits no template
+                continue
             s = set(subset)
             outside = (deps_all | set().union(*(anc[g] for g in subset))) - s
             if any(anc[h] & s for h in outside):

@@ -389,7 +389,8 @@ def apply_matmul(lowered, params) -> str:
         out.parallel(xo)
         anchor = xo
         lines.append("    .parallel(xo)")
-    out.vectorize(xii, vec).unroll(yi)
+    _vectorize(out, xii, vec)  # the binding's vectorize(xii, vec) may name its inner var v1
+    out.unroll(yi)
     lines.append(f"    .vectorize(xii, {vec}).unroll(yi)")
     c = mm.func
     j, i, jb, *_ = c.args()

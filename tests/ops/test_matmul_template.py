@@ -90,6 +90,7 @@ def test_batched_rows_times_a_matrix(a_shape):
     ((3, 5, 16), (3, 16, 40)),           # serial with a column tail: packed per matrix
     ((6, 70, 33), (6, 33, 100)),         # parallel: a task per (matrix, panel)
     ((2, 3, 37, 20), (2, 3, 20, 65)),    # 4-D
+    ((2, 3, 40, 16), (2, 3, 16, 40)),    # 4-D, one panel (vectorize once clashed with v1)
     ((2, 1, 40, 33), (1, 3, 33, 70)),    # batch axes broadcast both ways
     ((1, 64, 48), (5, 48, 80)),          # A broadcast over B's batch
     ((4, 1, 24), (4, 24, 1)),            # one row, one column
