@@ -598,6 +598,73 @@ def vstack(tup, *, dtype=None, casting="same_kind"):
     return concatenate(arrs, 0, dtype=dtype)
 
 
+def _split(fname, ary, indices_or_sections, axis, equal):
+    """Sub-arrays as slices along ``axis``: n sections (equal ones for
+    np.split; np.array_split gives the first len % n one more element) or
+    the pieces between static indices, with slice semantics (an index past
+    the end gives empty pieces, as numpy's)."""
+    loc = user_loc()
+    ctx = _ctx_of(ary)
+    a = _tr(ctx, ary, loc)
+    if a.ndim == 0:
+        raise ShapeError(f"{fname}: expected an array of at least 1 dimension, got a 0-d "
+                         f"array{format_loc(loc)}.")
+    ax = normalize_axis(axis, a.ndim, fname, loc)
+    n = a.shape[ax]
+    if isinstance(indices_or_sections, (tuple, list, np.ndarray)):
+        bounds = [None, *_static_ints(list(np.asarray(indices_or_sections).ravel()), fname,
+                                      "indices", loc), None]
+    else:
+        (sections,) = _static_ints(indices_or_sections, fname, "sections", loc)
+        if sections <= 0:
+            raise ShapeError(f"{fname}: the number of sections must be larger than 0, got "
+                             f"{sections}{format_loc(loc)}.")
+        if equal and n % sections:
+            raise ShapeError(f"{fname}: an axis of length {n} does not split into {sections} "
+                             f"equal sections{format_loc(loc)}; np.array_split allows "
+                             f"unequal ones.")
+        size, extra = divmod(n, sections)
+        bounds = [0]
+        for i in range(sections):
+            bounds.append(bounds[-1] + size + (i < extra))
+    pieces = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        key = tuple(slice(lo, hi) if i == ax else slice(None) for i in range(a.ndim))
+        pieces.append(getitem(a, key))
+    return pieces
+
+
+@implements(np.split)
+def split(ary, indices_or_sections, axis=0):
+    return _split("split", ary, indices_or_sections, axis, equal=True)
+
+
+@implements(np.array_split)
+def array_split(ary, indices_or_sections, axis=0):
+    return _split("array_split", ary, indices_or_sections, axis, equal=False)
+
+
+@implements(np.hsplit)
+def hsplit(ary, indices_or_sections):
+    return _split("hsplit", ary, indices_or_sections, 1 if np.ndim(ary) > 1 else 0, equal=True)
+
+
+@implements(np.vsplit)
+def vsplit(ary, indices_or_sections):
+    if np.ndim(ary) < 2:
+        raise ShapeError(f"vsplit: expected an array of at least 2 dimensions, got shape "
+                         f"{np.shape(ary)}{format_loc(user_loc())}.")
+    return _split("vsplit", ary, indices_or_sections, 0, equal=True)
+
+
+@implements(np.dsplit)
+def dsplit(ary, indices_or_sections):
+    if np.ndim(ary) < 3:
+        raise ShapeError(f"dsplit: expected an array of at least 3 dimensions, got shape "
+                         f"{np.shape(ary)}{format_loc(user_loc())}.")
+    return _split("dsplit", ary, indices_or_sections, 2, equal=True)
+
+
 @implements(np.pad)
 def pad(array, pad_width, mode="constant", **kwargs):
     from .ops.movement import PAD_MODES

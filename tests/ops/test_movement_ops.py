@@ -277,3 +277,49 @@ def test_roll_and_tile_refuse_traced_amounts():
         halojit.trace(lambda x, s: np.roll(x, s))(x, np.int64(1))
     with pytest.raises(halojit.ShapeError, match="reps .* must be >= 0"):
         halojit.trace(lambda x: np.tile(x, -1))(x)
+
+
+SPLITS = [
+    (lambda x: np.split(x, [1, 3], axis=1), "split at indices"),
+    (lambda x: np.split(x, 5, axis=-1), "split in equal sections"),
+    (lambda x: np.split(x, [-2, 10]), "negative and past-the-end indices: empty pieces"),
+    (lambda x: np.split(x, np.array([2])), "indices as an array"),
+    (lambda x: np.array_split(x, 3, axis=1), "4 into 3: sizes 2, 1, 1"),
+    (lambda x: np.array_split(x, 7, axis=0), "more sections than elements"),
+    (lambda x: np.hsplit(x, 2), "hsplit: axis 1"),
+    (lambda x: np.vsplit(x, [1]), "vsplit: axis 0"),
+    (lambda x: np.dsplit(x, [2, 4]), "dsplit: axis 2"),
+]
+
+
+@pytest.mark.parametrize("fn,what", SPLITS, ids=[w for _, w in SPLITS])
+@pytest.mark.parametrize("dtype", [np.float32, np.int16, np.bool_])
+def test_split_matches_numpy(fn, what, dtype):
+    x = random_array(np.random.default_rng(11), (3, 4, 5), dtype)
+    keep = x.copy()
+    want = fn(x)
+    got = halojit.trace(lambda a: [p * 1 if p.dtype != np.bool_ else p | False for p in fn(a)])(x)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(x, keep)
+
+
+def test_split_of_a_1d_hsplit_and_a_strided_view():
+    x = np.arange(12.0)[::2]                       # non-contiguous: 0, 2, ..., 10
+    got = halojit.trace(lambda a: [p + 0 for p in np.hsplit(a, 3)])(x)
+    for g, w in zip(got, np.hsplit(x, 3)):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_split_errors_name_what_was_expected():
+    x = np.zeros((3, 4), np.float32)
+    with pytest.raises(halojit.ShapeError, match="length 4 does not split into 3 equal"):
+        halojit.trace(lambda a: np.split(a, 3, axis=1))(x)
+    with pytest.raises(ValueError, match="sections must be larger than 0"):
+        halojit.trace(lambda a: np.array_split(a, 0))(x)
+    with pytest.raises(halojit.ShapeError, match="at least 3 dimensions"):
+        halojit.trace(lambda a: np.dsplit(a, 2))(x)
+    with pytest.raises(halojit.UnsupportedError, match="sections must be integers known"):
+        halojit.trace(lambda a, n: np.split(a, n))(x, np.int64(3))
