@@ -16,6 +16,7 @@ import halide as hl
 from ..errors import HalojitError
 from .col_reduce import COL_REDUCE, apply_col_reduce, col_reduce_fits
 from .full_reduce import FULL_REDUCE, apply_full_reduce, full_reduce_fits
+from .transpose import TRANSPOSE, apply_transpose, transpose_fits
 
 # name -> (defaults, doc)
 TEMPLATES = {
@@ -38,6 +39,7 @@ TEMPLATES = {
                     "iteration: loads issued ahead of long math chains)"),
     "FullReduce": FULL_REDUCE,
     "ColReduce": COL_REDUCE,
+    "Transpose": TRANSPOSE,
 }
 
 
@@ -550,6 +552,7 @@ _APPLY = {
     "FullReduce": (full_reduce_fits, apply_full_reduce),
     "ColReduce": (col_reduce_fits, apply_col_reduce),
     "Elementwise": (elementwise_fits, apply_elementwise),
+    "Transpose": (transpose_fits, apply_transpose),
 }
 
 
