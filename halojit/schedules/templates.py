@@ -128,6 +128,16 @@ def _vectorize(f, var, factor: int):
     f.split(var, var, inner, factor, hl.TailStrategy.GuardWithIf).vectorize(inner)
 
 
+def fuse_loops(f, var, others, prefix: str):
+    """``var``'s loop fused with each of ``others`` (Halide order: inner
+    first) in turn; the fused Var (``var`` itself when there are none)."""
+    for k, v in enumerate(others):
+        fused = hl.Var(f"{prefix}{k}")
+        f.fuse(var, v, fused)
+        var = fused
+    return var
+
+
 def _int(params, key):
     try:
         v = int(params[key])
@@ -206,10 +216,7 @@ def apply_row_reduce(lowered, params) -> str:
     # outputs.
     out.split(outer[0], rb, ri, block, hl.TailStrategy.ShiftInwards)
     blocks = -(-height // block)
-    for i, v in enumerate(outer[1:]):
-        fused = hl.Var(f"rb{i}")
-        out.fuse(rb, v, fused)
-        rb = fused
+    rb = fuse_loops(out, rb, outer[1:], "rb")
     for d in shape[:-2]:
         blocks *= d
     if len(outer) > 1:
@@ -370,10 +377,7 @@ def apply_matmul(lowered, params) -> str:
         anchor = xo
         lines.append("    # serial: small" + (", B unpacked" if direct else ""))
     elif batched_b:  # every (matrix, panel) a task, its B panel packed in it
-        anchor = xo
-        for v in batch:
-            out.fuse(anchor, v, task)
-            anchor, task = task, hl.Var(f"{task.name()}_")
+        anchor = fuse_loops(out, xo, batch, "task")
         out.parallel(anchor)
         lines.append("    .fuse(xo, batch..., task).parallel(task)")
     elif batch and panels < want:  # few panels: batch x panels tasks, B packed per task
@@ -510,11 +514,7 @@ def apply_elementwise(lowered, params) -> str:
     lines = []
     row = None
     if outer:
-        row = outer[0]
-        for k, v in enumerate(outer[1:]):
-            fused = hl.Var(f"row{k}")
-            out.fuse(row, v, fused)
-            row = fused
+        row = fuse_loops(out, outer[0], outer[1:], "row")
         if len(outer) > 1:
             lines.append(f"{out.name()}.fuse(outer dims -> row)")
     n_rows = 1

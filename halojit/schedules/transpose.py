@@ -75,7 +75,7 @@ def transpose_fits(graph) -> bool:
 
 
 def apply_transpose(lowered, params) -> str:
-    from .templates import _int, _vectorize, fix_extents
+    from .templates import _int, _vectorize, fix_extents, fuse_loops
     tile, block = _int(params, "tile"), _int(params, "block")
     fix_extents(lowered)
     out = lowered.outputs[0]
@@ -94,16 +94,11 @@ def apply_transpose(lowered, params) -> str:
         out.reorder(x, y, *others)
         _vectorize(out, y, vector)
         out.unroll(x)
-        task = y
         if others:
-            task = others[0]
-            for k, v in enumerate(others[1:]):
-                fused = hl.Var(f"task{k}")
-                out.fuse(task, v, fused)
-                task = fused
+            task = fuse_loops(out, others[0], others[1:], "task")
         else:
-            yo = hl.Var("yo")
-            out.split(y, yo, y, tile * vector, guard)
+            yo = hl.Var("yo")  # tasks of ``tile`` vectors
+            out.split(y, yo, y, tile, guard)
             task = yo
         out.parallel(task)
         return (f"{name}.reorder(c, rows, ...).vectorize(rows, {vector}).unroll(c)"
@@ -112,12 +107,7 @@ def apply_transpose(lowered, params) -> str:
     out.split(x, xo, xi, tile, guard).split(y, yo, yi, tile, guard)
     out.split(xi, xb, xi, block, guard).split(yi, yb, yi, block, guard)
     out.reorder(xi, yi, xb, yb, xo, yo, *others)
-    task = hl.Var("task")
-    out.fuse(xo, yo, task)
-    for k, v in enumerate(others):
-        fused = hl.Var(f"task{k}")
-        out.fuse(task, v, fused)
-        task = fused
+    task = fuse_loops(out, xo, [yo, *others], "task")
     out.parallel(task)
     out.vectorize(xi)
     out.unroll(yi)
