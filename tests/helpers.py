@@ -247,3 +247,16 @@ def layernorm_ref(x, g, b):
     """numpy layernorm over the last axis with gamma and beta."""
     m = x.mean(axis=-1, keepdims=True)
     return (x - m) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5) * g + b
+
+
+def local_graphs(fn, *args):
+    """The fusion groups' graphs of ``fn`` at ``args``, as the compiler sees
+    them (optimized, partitioned), without compiling anything."""
+    from halojit.graph.fusion import group_graph, partition
+    from halojit.graph.ir import make_graph
+    from halojit.graph.passes import optimize
+    f = halojit.trace(fn)
+    conv = f._convert(args)
+    ctx, nodes, _ = f._trace([v for v, _ in conv], [a for _, a in conv], {}, False)
+    graph = optimize(make_graph(ctx.inputs, nodes), 3)
+    return [group_graph(g) for g in partition(graph)]

@@ -598,7 +598,7 @@ def vstack(tup, *, dtype=None, casting="same_kind"):
     return concatenate(arrs, 0, dtype=dtype)
 
 
-def _split(fname, ary, indices_or_sections, axis, equal):
+def _split(fname, ary, indices_or_sections, axis, equal, min_ndim=1):
     """Sub-arrays as slices along ``axis``: n sections (equal ones for
     np.split; np.array_split gives the first len % n one more element) or
     the pieces between static indices, with slice semantics (an index past
@@ -606,9 +606,9 @@ def _split(fname, ary, indices_or_sections, axis, equal):
     loc = user_loc()
     ctx = _ctx_of(ary)
     a = _tr(ctx, ary, loc)
-    if a.ndim == 0:
-        raise ShapeError(f"{fname}: expected an array of at least 1 dimension, got a 0-d "
-                         f"array{format_loc(loc)}.")
+    if a.ndim < min_ndim:
+        raise ShapeError(f"{fname}: expected an array of at least {min_ndim} dimension"
+                         f"{'s' if min_ndim > 1 else ''}, got shape {a.shape}{format_loc(loc)}.")
     ax = normalize_axis(axis, a.ndim, fname, loc)
     n = a.shape[ax]
     if isinstance(indices_or_sections, (tuple, list, np.ndarray)):
@@ -651,18 +651,12 @@ def hsplit(ary, indices_or_sections):
 
 @implements(np.vsplit)
 def vsplit(ary, indices_or_sections):
-    if np.ndim(ary) < 2:
-        raise ShapeError(f"vsplit: expected an array of at least 2 dimensions, got shape "
-                         f"{np.shape(ary)}{format_loc(user_loc())}.")
-    return _split("vsplit", ary, indices_or_sections, 0, equal=True)
+    return _split("vsplit", ary, indices_or_sections, 0, equal=True, min_ndim=2)
 
 
 @implements(np.dsplit)
 def dsplit(ary, indices_or_sections):
-    if np.ndim(ary) < 3:
-        raise ShapeError(f"dsplit: expected an array of at least 3 dimensions, got shape "
-                         f"{np.shape(ary)}{format_loc(user_loc())}.")
-    return _split("dsplit", ary, indices_or_sections, 2, equal=True)
+    return _split("dsplit", ary, indices_or_sections, 2, equal=True, min_ndim=3)
 
 
 @implements(np.pad)

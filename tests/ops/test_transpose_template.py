@@ -11,10 +11,9 @@ import pytest
 
 import halojit
 from halojit.generators.build import SERIAL_MAX_ELEMENTS
-from halojit.graph.fusion import group_graph, partition
 from halojit.schedules.transpose import transposed_axis
 
-from helpers import assert_same
+from helpers import assert_same, local_graphs
 
 pytestmark = pytest.mark.level3
 
@@ -36,10 +35,8 @@ def traced(fn, *args, autoscheduler=None):
 
 
 def local(fn, *args):
-    f = halojit.trace(fn, opt_level=1)
-    f(*args)
-    (grp,) = partition(next(iter(f._cache.values())).graph)
-    return group_graph(grp)
+    (graph,) = local_graphs(fn, *args)
+    return graph
 
 
 def test_default_for_large_transposed_reads_with_specials():

@@ -7,23 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
-import halojit
-from halojit.graph.fusion import group_graph, partition
-from halojit.graph.ir import make_graph
-from halojit.graph.passes import optimize
 from halojit.schedules import make_spec
 from halojit.schedules.candidates import RANDOM_SAMPLES, candidate_specs, group_kind
 
 sys.path.insert(0, str(Path(__file__).parent))
 import funcs  # noqa: E402
-
-
-def local_graphs(fn, *args):
-    f = halojit.trace(fn)
-    conv = f._convert(args)
-    ctx, nodes, _ = f._trace([v for v, _ in conv], [a for _, a in conv], {}, False)
-    graph = optimize(make_graph(ctx.inputs, nodes), 3)
-    return [group_graph(g) for g in partition(graph)]
+from helpers import local_graphs  # noqa: E402,F401 (test_templates imports it from here)
 
 
 def test_every_family_is_sampled_early_and_the_default_comes_first():
