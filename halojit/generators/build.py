@@ -22,7 +22,7 @@ from ..runtime.cache import halide_version, is_valid_so, kernel_dir
 from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, parse_autoscheduler
 
 # Bump when lowering changes what a cached kernel computes.
-CODEGEN_VERSION = "30"
+CODEGEN_VERSION = "31"
 # Groups whose values all have fewer elements are scheduled without parallel
 # loops: waking the thread pool costs more than it saves. Medians, 2-core VM,
 # kernel us, parallel / serial: softmax (16,1024) 22.6 / 18.6, (32,1024)
@@ -144,7 +144,8 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
         return default_gpu_spec(local)
     from ..schedules.col_reduce import default_params as col_default_params
     from ..schedules.templates import (elementwise_fits, full_reduce_fits, matmul_fits,
-                                      row_reduce_fits, stencil_fits, transpose_fits)
+                                      row_reduce_fits, stencil_chain, stencil_fits,
+                                      transpose_fits)
     if matmul_fits(local):
         return make_spec("Matmul")
     serial = max((n.aval.size for n in local.nodes), default=0) < SERIAL_MAX_ELEMENTS
@@ -157,6 +158,9 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
     if stencil_fits(local):
         height = local.outputs[0].aval.shape[0]
         strip = height if serial else max(8, min(128, height // 16))
+        if stencil_chain(local):  # each stage once per strip: no sliding window
+            return make_spec("Stencil", {"rows": str(strip if serial else min(16, strip)),
+                                         "tile_x": "0", "vector": "16", "sliding": "0"})
         return make_spec("Stencil", {"rows": str(strip), "tile_x": "0",
                                      "vector": "32" if serial else "64", "sliding": "1"})
     col = col_default_params(local, serial)

@@ -145,6 +145,17 @@ class Lowerer:
             stack.extend(v.inputs)
         return ops <= CHEAP_BUDGET
 
+    def is_view_of_load(self, node: Node) -> bool:
+        """Whether ``node`` is a slice of an input or of a stored Func: its
+        reads are the operand's loads at shifted indices, so storing it would
+        only copy (and a stored copy between the stages of a stencil chain
+        stopped Halide's sliding window: the heat equation stepped 8 times
+        on (2048, 2048) recomputed each intermediate row 3x, 119 ms)."""
+        if node.op != "slice":
+            return False
+        (src,) = node.inputs
+        return src.op == "input" or self.env[src].func is not None
+
     def materialize(self, lazy: Lazy, prefix="t", cheap: bool = False) -> Lazy:
         f = hl.Func(self.fresh(prefix))
         vs = self.vars(len(lazy.shape))
@@ -172,7 +183,8 @@ class Lowerer:
                 self.env[node] = self._constant(node)
                 continue
             lazy = self._lower_node(node)
-            if lazy.func is None and self.users.get(node, 0) > 1 and node.aval.size > 1:
+            if lazy.func is None and self.users.get(node, 0) > 1 and node.aval.size > 1 \
+                    and not self.is_view_of_load(node):
                 lazy = self.materialize(lazy, cheap=self.cheap(node))
             self.env[node] = lazy
         outputs = []

@@ -86,6 +86,18 @@ def sliced_reads(graph) -> int:
     return max(count.values(), default=0)
 
 
+def stencil_chain(graph) -> bool:
+    """Whether a stencil group chains stencils: two or more computed values
+    read through shifted slices (a time-stepped update), or a np.pad between
+    them. Halide's sliding window and storage folding do not survive such
+    chains (the pad's clamped reads hide the footprint), so each stage would
+    be stored per strip in full, recomputed per row three times over."""
+    sliced = {n.inputs[0] for n in graph.nodes if n.op == "slice"}
+    sliced_values = {v for v in sliced if v.op != "input"
+                     and sum(n.op == "slice" and n.inputs[0] is v for n in graph.nodes) >= 2}
+    return len(sliced_values) >= 2 or any(n.op == "pad" for n in graph.nodes)
+
+
 def stencil_fits(graph) -> bool:
     """One 2-D output (both axes > 1) of a group that reads a value through
     two or more slices and has no reduction or matmul: blurs, finite
