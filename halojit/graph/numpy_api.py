@@ -815,6 +815,104 @@ def einsum(subscripts, *operands, out=None, dtype=None, optimize=False, **kw):
     return _einsum(subscripts, operands, dtype)
 
 
+def _norm_axes(x, axis, fname, loc):
+    if axis is None:
+        return tuple(range(x.ndim))
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if not all(_is_int_index(a) for a in axes):
+        raise TypeError(f"np.linalg.{fname}: axis must be an int or a tuple of ints, got "
+                        f"{axis!r}{format_loc(loc)}.")
+    return tuple(normalize_axis(a, x.ndim, fname, loc) for a in axes)
+
+
+def _vector_norm(x, axes, ord, keepdims):
+    """numpy's vector norms over ``axes`` (ord None or 2, 1, inf, -inf, 0 or any p)."""
+    if isinstance(ord, str):
+        raise ValueError(f"Invalid norm order '{ord}' for vectors")
+    if ord == np.inf:
+        return np.abs(x).max(axis=axes, keepdims=keepdims)
+    if ord == -np.inf:
+        return np.abs(x).min(axis=axes, keepdims=keepdims)
+    if ord == 0:
+        return (x != 0).astype(x.dtype).sum(axis=axes, keepdims=keepdims)
+    if ord == 1:
+        return np.abs(x).sum(axis=axes, keepdims=keepdims)
+    if ord is None or ord == 2:
+        return np.sqrt((x * x).sum(axis=axes, keepdims=keepdims))
+    s = (np.abs(x) ** ord).sum(axis=axes, keepdims=keepdims)
+    return s ** np.reciprocal(np.asarray(ord, dtype=s.dtype))
+
+
+def _matrix_norm(x, axes, ord, keepdims, loc):
+    """numpy's matrix norms over two axes: 'fro', 1, -1, inf, -inf (2, -2 and
+    'nuc' need an SVD: not traced)."""
+    row, col = axes
+    if row == col:
+        raise ValueError("Duplicate axes given.")
+    if ord in (2, -2, "nuc"):
+        raise UnsupportedError(
+            f"np.linalg.norm: ord={ord!r} of a matrix needs its singular values, which "
+            f"halojit does not trace{format_loc(loc)}; use ord='fro', 1 or inf, or compute it "
+            "in a `with halojit.exclude_from_trace():` block.")
+    if ord in (None, "fro", "f"):
+        r = np.sqrt((x * x).sum(axis=axes))
+    elif ord in (1, -1):
+        r = np.abs(x).sum(axis=row)
+        r = (r.max if ord == 1 else r.min)(axis=col - (col > row))
+    elif ord in (np.inf, -np.inf):
+        r = np.abs(x).sum(axis=col)
+        r = (r.max if ord == np.inf else r.min)(axis=row - (row > col))
+    else:
+        raise ValueError("Invalid norm order for matrices.")
+    if keepdims:
+        r = np.expand_dims(r, tuple(sorted(axes)))
+    return r
+
+
+def _norm_operand(x, loc):
+    ctx = _ctx_of(x)
+    x = _tr(ctx, x, loc)
+    return x if x.dtype.kind in "fc" else x.astype(np.float64)  # numpy: ints as float64
+
+
+@implements(np.linalg.norm)
+def norm(x, ord=None, axis=None, keepdims=False):
+    """np.linalg.norm: vector norms over one axis (or of a flattened array),
+    matrix norms over two, numpy's result dtype (float64 for integers)."""
+    loc = user_loc()
+    x = _norm_operand(x, loc)
+    if axis is None and (ord is None or (ord in ("f", "fro") and x.ndim == 2)
+                         or (ord == 2 and x.ndim == 1)):
+        r = np.sqrt((x * x).sum())
+        return reshape(r, (1,) * x.ndim) if keepdims else r
+    axes = _norm_axes(x, axis, "norm", loc)
+    if len(axes) == 1:
+        return _vector_norm(x, axes, ord, keepdims)
+    if len(axes) == 2:
+        return _matrix_norm(x, axes, ord, keepdims, loc)
+    raise ValueError("Improper number of dimensions to norm.")
+
+
+@implements(np.linalg.vector_norm)
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    loc = user_loc()
+    x = _norm_operand(x, loc)
+    if axis is None:
+        r = _vector_norm(reshape(x, (-1,)), (0,), ord, False)
+        return reshape(r, (1,) * x.ndim) if keepdims else r
+    return _vector_norm(x, _norm_axes(x, axis, "vector_norm", loc), ord, keepdims)
+
+
+@implements(np.linalg.matrix_norm)
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    loc = user_loc()
+    x = _norm_operand(x, loc)
+    if x.ndim < 2:
+        raise ValueError(f"np.linalg.matrix_norm: expected an array of at least 2 dimensions, "
+                         f"got {x.ndim}{format_loc(loc)}.")
+    return _matrix_norm(x, (x.ndim - 2, x.ndim - 1), ord, keepdims, loc)
+
+
 # -- methods -------------------------------------------------------------------------
 def _method_shape(args):
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
