@@ -54,7 +54,7 @@ def bcast_index(idx, shape):
 class Stage:
     """A Func the algorithm created, for schedule templates to find."""
 
-    kind: str  # "reduce", "argreduce", "matmul" or "materialized"
+    kind: str  # "reduce", "argreduce", "scan", "matmul" or "materialized"
     func: hl.Func
     shape: tuple  # numpy order
     rdom: object = None
@@ -532,6 +532,31 @@ def lower_argreduce(lw: Lowerer, node: Node, operands) -> Lazy:
     return func_lazy(f, node.shape, node.dtype, component=0)
 
 
+def lower_scan(lw: Lowerer, node: Node, operands) -> Lazy:
+    """cumsum / cumprod along one axis: the first element, then an update
+    over the rest of the axis in order, each partial rounded to the output
+    dtype as numpy's accumulate loops do (float32 sums stay float32, so the
+    results match numpy's bit for bit)."""
+    (x,) = operands
+    dt, axis = node.dtype, node.params["axis"]
+    n = x.shape[axis]
+    ct = H.compute_type(dt)
+    combine = H.BINARY["add" if node.op == "cumsum" else "multiply"]
+    f16 = dt == np.float16
+    out_vars = lw.vars(len(x.shape))
+    f = hl.Func(lw.fresh(node.op))
+    _define(f, out_vars, hl.cast(ct, x.at(out_vars)))
+    r = None
+    if n > 1:
+        r = hl.RDom([hl.Range(1, n - 1)])
+        at = [hl.Expr(r.x) if d == axis else hl.Expr(v) for d, v in enumerate(out_vars)]
+        prev = [r.x - 1 if d == axis else hl.Expr(v) for d, v in enumerate(out_vars)]
+        e = combine(_ref(f, prev), hl.cast(ct, x.at(at)))
+        _define(f, at, H.round_f16(e) if f16 else e)
+    lw.stages.append(Stage("scan", f, node.shape, r, x.shape))
+    return func_lazy(f, node.shape, dt)
+
+
 # -- movement -----------------------------------------------------------------------------
 def _reshape_groups(src, dst):
     """Pair runs of non-unit dims with equal products: [(src axes, dst axes)].
@@ -755,6 +780,7 @@ LOWER = {
     "sum": lower_reduce, "prod": lower_reduce, "max": lower_reduce, "min": lower_reduce,
     "any": lower_reduce, "all": lower_reduce,
     "argmax": lower_argreduce, "argmin": lower_argreduce,
+    "cumsum": lower_scan, "cumprod": lower_scan,
     "reshape": lower_reshape, "transpose": lower_transpose, "broadcast_to": lower_broadcast,
     "slice": lower_slice, "concatenate": lower_concatenate, "pad": lower_pad,
     "matmul": lower_matmul,

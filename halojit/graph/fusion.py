@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .ir import AbstractArray, Graph, Node, make_graph
-from .ops import ELEMENTWISE, LINALG, MOVEMENT, REDUCTION, REGISTRY
+from .ops import ELEMENTWISE, LINALG, MOVEMENT, REDUCTION, REGISTRY, SCAN
 
 MAX_INPUTS = 16
-FUSIBLE = (ELEMENTWISE, MOVEMENT, REDUCTION)
+FUSIBLE = (ELEMENTWISE, MOVEMENT, REDUCTION, SCAN)
+ALONG_AXIS = (REDUCTION, SCAN)  # loops over an axis: never a matmul's prologue or epilogue
 
 
 @dataclass(eq=False)
@@ -61,7 +62,7 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
         (a transpose or cast of its operand costs nothing inside the loop)."""
         members = set(g.nodes)
         return g.kind == "fused" and all(
-            REGISTRY[m.op].trait != REDUCTION and m not in outs
+            REGISTRY[m.op].trait not in ALONG_AXIS and m not in outs
             and all(u in members or u is n for u in users[m]) for m in g.nodes)
 
     for n in graph.nodes:
@@ -94,7 +95,7 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
             if sum(g.kind == "linalg" for g in subset) > 1:
                 continue
             if len(subset) > 1 and any(g.kind == "linalg" for g in subset) and any(
-                    REGISTRY[m.op].trait == REDUCTION for g in subset for m in g.nodes):
+                    REGISTRY[m.op].trait in ALONG_AXIS for g in subset for m in g.nodes):
                 # an epilogue op reading a reduction (softmax's x - max of a
                 # matmul's scores) would pull the reduction into the matmul's
                 # group, which then fits no template

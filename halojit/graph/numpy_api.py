@@ -220,6 +220,24 @@ for _n, _fs in [("sum", (np.sum,)), ("prod", (np.prod,)), ("mean", (np.mean,)),
     implements(*_fs)(_reducer(_n))
 
 
+def _scan(name):
+    def fn(a, axis=None, dtype=None, out=None):
+        _unsupported_kw(name, {"out": out})
+        loc = user_loc()
+        ctx = _ctx_of(a)
+        a = _tr(ctx, a, loc)
+        if axis is None:  # numpy scans the flattened array
+            a, axis = reshape(a, (-1,)), 0
+        ax = normalize_axis(axis, a.ndim, name, loc)
+        acc = np.dtype(dtype) if dtype is not None else _sum_dtype(a.dtype)
+        return ctx.emit(name, [ctx.cast(a._node, acc, loc)], {"axis": ax}, loc)
+    return fn
+
+
+cumsum = implements(np.cumsum)(_scan("cumsum"))
+cumprod = implements(np.cumprod)(_scan("cumprod"))
+
+
 # -- elementwise functions ----------------------------------------------------------
 @implements(np.where)
 def where(cond, x=None, y=None):
@@ -930,6 +948,8 @@ def _install_methods():
                           HANDLERS[getattr(np, n)](self, axis=axis, out=out, keepdims=keepdims, **kw))(name))
     T.argmax = lambda self, axis=None, out=None, *, keepdims=False: argmax(self, axis, out, keepdims=keepdims)
     T.argmin = lambda self, axis=None, out=None, *, keepdims=False: argmin(self, axis, out, keepdims=keepdims)
+    T.cumsum = lambda self, axis=None, dtype=None, out=None: cumsum(self, axis, dtype, out)
+    T.cumprod = lambda self, axis=None, dtype=None, out=None: cumprod(self, axis, dtype, out)
     T.reshape = lambda self, *shape, order="C": reshape(self, _method_shape(shape), order)
     T.transpose = lambda self, *axes: transpose(self, _method_shape(axes) or None)
     T.T = property(lambda self: transpose(self))

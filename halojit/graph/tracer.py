@@ -369,7 +369,7 @@ class TracedArray:
 
     def __getattr__(self, name):
         # Only reached when normal lookup fails: an ndarray method halojit
-        # does not trace (x.cumsum()) gets a clear error instead of AttributeError.
+        # does not trace (x.searchsorted()) gets a clear error instead of AttributeError.
         if not name.startswith("__") and hasattr(np.ndarray, name):
             raise UnsupportedError(
                 f"ndarray.{name} is not supported inside @halojit.trace{format_loc(user_loc())}; "

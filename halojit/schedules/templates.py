@@ -61,7 +61,7 @@ def row_reduce_fits(graph) -> bool:
         return False
     found = False
     for node in graph.nodes:
-        if node.op == "matmul":
+        if node.op in ("matmul", "cumsum", "cumprod"):
             return False
         if node.op in REDUCTIONS:
             found = True
@@ -107,7 +107,7 @@ def stencil_fits(graph) -> bool:
     out = graph.outputs[0].aval
     if out.ndim != 2 or min(out.shape) <= 1:
         return False
-    if any(n.op == "matmul" or n.op in REDUCTIONS for n in graph.nodes):
+    if any(n.op in ("matmul", "cumsum", "cumprod") or n.op in REDUCTIONS for n in graph.nodes):
         return False
     return sliced_reads(graph) >= 2
 

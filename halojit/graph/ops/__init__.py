@@ -18,6 +18,7 @@ from ..ir import AbstractArray
 # Fusion traits.
 ELEMENTWISE = "elementwise"
 REDUCTION = "reduction"
+SCAN = "scan"  # cumsum, cumprod: serial along one axis, same shape out
 MOVEMENT = "movement"
 LINALG = "linalg"
 OPAQUE = "opaque"

@@ -1,5 +1,7 @@
 """Reductions: sum, prod, max, min, any, all (over ``axes``) and argmax,
-argmin (over one axis).
+argmin (over one axis); and the scans cumsum, cumprod (along one ``axis``,
+same shape out), which fuse as reductions do. A scan runs serially along its
+axis, which no template's loops allow: its groups take Adams2019.
 
 The tracer casts the operand to the accumulation dtype numpy would use
 (``sum`` of int8 is int64, ``any`` works on bool), so a reduction's output
@@ -13,7 +15,7 @@ import numpy as np
 
 from ...errors import ShapeError, format_loc
 from ..ir import AbstractArray
-from . import REDUCTION, OpDef, register
+from . import REDUCTION, SCAN, OpDef, register
 
 REDUCERS = {
     "sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
@@ -70,3 +72,24 @@ for _name in REDUCERS:
     register(OpDef(_name, REDUCTION, _infer(_name), _reference(_name)))
 for _name in ARG_REDUCERS:
     register(OpDef(_name, REDUCTION, _infer(_name), _arg_reference(_name)))
+
+
+SCANS = {"cumsum": np.cumsum, "cumprod": np.cumprod}
+
+
+def _scan_infer(avals, params, loc=None):
+    (a,) = avals
+    return AbstractArray(a.shape, a.dtype)
+
+
+def _scan_reference(name):
+    fn = SCANS[name]
+
+    def reference(arrays, params):
+        (a,) = arrays
+        return np.asarray(fn(a, axis=params["axis"], dtype=a.dtype))
+    return reference
+
+
+for _name in SCANS:
+    register(OpDef(_name, SCAN, _scan_infer, _scan_reference(_name)))
