@@ -142,7 +142,6 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
     if target is not None and target.has_gpu_feature():
         from ..schedules.gpu import default_gpu_spec
         return default_gpu_spec(local)
-    from ..graph.ops.reduce import SCANS
     from ..schedules.col_reduce import default_params as col_default_params
     from ..schedules.templates import (elementwise_fits, full_reduce_fits, matmul_fits,
                                       row_reduce_fits, stencil_chain, stencil_fits,
@@ -150,8 +149,6 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
     if matmul_fits(local):
         return make_spec("Matmul")
     serial = max((n.aval.size for n in local.nodes), default=0) < SERIAL_MAX_ELEMENTS
-    if any(n.op in SCANS for n in local.nodes):  # serial along the scanned axis: no template's loops
-        return make_spec("Adams2019", {"parallelism": "1"} if serial else {})
     # both templates below need one output; small groups get one task (every
     # row, one strip): no parallel loop, no thread pool for tiny work
     if row_reduce_fits(local):

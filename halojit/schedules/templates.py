@@ -14,6 +14,7 @@ import os
 import halide as hl
 
 from ..errors import HalojitError
+from ..graph.ops.reduce import SCANS
 from .col_reduce import COL_REDUCE, apply_col_reduce, col_reduce_fits
 from .full_reduce import FULL_REDUCE, apply_full_reduce, full_reduce_fits
 from .transpose import TRANSPOSE, apply_transpose, transpose_fits
@@ -61,7 +62,7 @@ def row_reduce_fits(graph) -> bool:
         return False
     found = False
     for node in graph.nodes:
-        if node.op in ("matmul", "cumsum", "cumprod"):
+        if node.op == "matmul" or node.op in SCANS:
             return False
         if node.op in REDUCTIONS:
             found = True
@@ -76,14 +77,19 @@ def row_reduce_fits(graph) -> bool:
     return found
 
 
-def sliced_reads(graph) -> int:
-    """The most slices any one value is read through (a stencil reads its
-    input at two or more offsets)."""
+def _slice_counts(graph) -> dict:
+    """value -> how many slices read it."""
     count: dict = {}
     for n in graph.nodes:
         if n.op == "slice":
             count[n.inputs[0]] = count.get(n.inputs[0], 0) + 1
-    return max(count.values(), default=0)
+    return count
+
+
+def sliced_reads(graph) -> int:
+    """The most slices any one value is read through (a stencil reads its
+    input at two or more offsets)."""
+    return max(_slice_counts(graph).values(), default=0)
 
 
 def stencil_chain(graph) -> bool:
@@ -92,10 +98,8 @@ def stencil_chain(graph) -> bool:
     them. Halide's sliding window and storage folding do not survive such
     chains (the pad's clamped reads hide the footprint), so each stage would
     be stored per strip in full, recomputed per row three times over."""
-    sliced = {n.inputs[0] for n in graph.nodes if n.op == "slice"}
-    sliced_values = {v for v in sliced if v.op != "input"
-                     and sum(n.op == "slice" and n.inputs[0] is v for n in graph.nodes) >= 2}
-    return len(sliced_values) >= 2 or any(n.op == "pad" for n in graph.nodes)
+    stencils = sum(k >= 2 and v.op != "input" for v, k in _slice_counts(graph).items())
+    return stencils >= 2 or any(n.op == "pad" for n in graph.nodes)
 
 
 def stencil_fits(graph) -> bool:
@@ -107,7 +111,7 @@ def stencil_fits(graph) -> bool:
     out = graph.outputs[0].aval
     if out.ndim != 2 or min(out.shape) <= 1:
         return False
-    if any(n.op in ("matmul", "cumsum", "cumprod") or n.op in REDUCTIONS for n in graph.nodes):
+    if any(n.op == "matmul" or n.op in SCANS or n.op in REDUCTIONS for n in graph.nodes):
         return False
     return sliced_reads(graph) >= 2
 

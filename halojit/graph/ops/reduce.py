@@ -1,7 +1,8 @@
 """Reductions: sum, prod, max, min, any, all (over ``axes``) and argmax,
 argmin (over one axis); and the scans cumsum, cumprod (along one ``axis``,
 same shape out), which fuse as reductions do. A scan runs serially along its
-axis, which no template's loops allow: its groups take Adams2019.
+axis, which no template's loops allow: every template's fits refuses them,
+so their groups take Adams2019.
 
 The tracer casts the operand to the accumulation dtype numpy would use
 (``sum`` of int8 is int64, ``any`` works on bool), so a reduction's output
