@@ -40,6 +40,73 @@ extern "C" void halojit_error_handler(void * /*user_context*/, const char *msg) 
     g_error_seq.fetch_add(1);
 }
 
+// Halide's heap allocations (compute_root intermediates such as a matmul's
+// row-major copy of a transposed operand) go through halojit_malloc: large
+// blocks are kept after free and handed to the next request that fits, so
+// a call does not fault in fresh pages for them every time (a 64 MiB block
+// costs ~10-25 ms of page faults on the 2-core VM, as much as the kernel
+// that uses it). At most kCachedBlocks blocks and kCachedBytes bytes wait.
+constexpr size_t kAlign = 128;               // > halide_malloc's 64 on x86
+constexpr size_t kCacheMin = size_t(1) << 20;
+constexpr size_t kCachedBlocks = 8;
+constexpr size_t kCachedBytes = size_t(512) << 20;
+
+struct Block {
+    void *base;
+    size_t cap;
+};
+std::mutex g_alloc_mutex;
+std::vector<Block> g_cached;                 // oldest first
+size_t g_cached_bytes = 0;
+
+// base -> [cap, unused ...][user memory ... one kAlign of slack]
+extern "C" void *halojit_malloc(void * /*user_context*/, size_t size) {
+    size_t cap = (size + 2 * kAlign + kAlign - 1) / kAlign * kAlign;
+    void *base = nullptr;
+    if (cap >= kCacheMin) {
+        std::lock_guard<std::mutex> lock(g_alloc_mutex);
+        size_t best = g_cached.size();
+        for (size_t i = 0; i < g_cached.size(); i++) {
+            // fits, and not more than twice the request: big blocks stay for big requests
+            if (g_cached[i].cap >= cap && g_cached[i].cap / 2 <= cap &&
+                (best == g_cached.size() || g_cached[i].cap < g_cached[best].cap)) {
+                best = i;
+            }
+        }
+        if (best < g_cached.size()) {
+            base = g_cached[best].base;
+            cap = g_cached[best].cap;
+            g_cached_bytes -= cap;
+            g_cached.erase(g_cached.begin() + best);
+        }
+    }
+    if (!base && posix_memalign(&base, kAlign, cap) != 0) return nullptr;
+    *static_cast<size_t *>(base) = cap;
+    return static_cast<char *>(base) + kAlign;
+}
+
+extern "C" void halojit_free(void * /*user_context*/, void *ptr) {
+    if (!ptr) return;
+    void *base = static_cast<char *>(ptr) - kAlign;
+    size_t cap = *static_cast<size_t *>(base);
+    if (cap < kCacheMin || cap > kCachedBytes) {
+        free(base);
+        return;
+    }
+    std::vector<void *> drop;
+    {
+        std::lock_guard<std::mutex> lock(g_alloc_mutex);
+        g_cached.push_back({base, cap});
+        g_cached_bytes += cap;
+        while (g_cached.size() > kCachedBlocks || g_cached_bytes > kCachedBytes) {
+            drop.push_back(g_cached.front().base);
+            g_cached_bytes -= g_cached.front().cap;
+            g_cached.erase(g_cached.begin());
+        }
+    }
+    for (void *b : drop) free(b);
+}
+
 std::string canonical(const std::string &path) {
     char buf[PATH_MAX];
     return realpath(path.c_str(), buf) ? std::string(buf) : path;
@@ -94,6 +161,14 @@ void load_runtime(const std::string &path) {
                     "'" + path + "' is not a Halide runtime: it has no halide_set_error_handler");
     }
     set_handler(&halojit_error_handler);
+    using set_malloc_fn = halide_malloc_t (*)(halide_malloc_t);
+    using set_free_fn = halide_free_t (*)(halide_free_t);
+    auto set_malloc = reinterpret_cast<set_malloc_fn>(dlsym(handle, "halide_set_custom_malloc"));
+    auto set_free = reinterpret_cast<set_free_fn>(dlsym(handle, "halide_set_custom_free"));
+    if (set_malloc && set_free) {  // both or neither: a block must be freed by its allocator
+        set_malloc(&halojit_malloc);
+        set_free(&halojit_free);
+    }
     device::on_runtime_loaded(handle);
     g_runtimes.push_back({key, handle});
 }
