@@ -18,11 +18,12 @@ import numpy as np
 from ..config import get_config
 from ..graph.fusion import Group, group_graph, group_key, partition
 from ..graph.ir import Graph, Node
+from ..graph.passes.matmul import split_long_matmuls
 from ..runtime.cache import halide_version, is_valid_so, kernel_dir
 from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, parse_autoscheduler
 
 # Bump when lowering changes what a cached kernel computes.
-CODEGEN_VERSION = "31"
+CODEGEN_VERSION = "32"
 # Groups whose values all have fewer elements are scheduled without parallel
 # loops: waking the thread pool costs more than it saves. Medians, 2-core VM,
 # kernel us, parallel / serial: softmax (16,1024) 22.6 / 18.6, (32,1024)
@@ -469,6 +470,8 @@ def build_halide_executor(graph: Graph, target_str: str, autoscheduler=None):
         return NumpyExecutor(graph, 2)
     target = host_target(target_str)
     t0 = time.perf_counter()
+    if not target.has_gpu_feature():
+        graph = split_long_matmuls(graph)
     groups = partition(graph)
     kernels = compile_kernels(groups, target, autoscheduler)
     ex = HalideExecutor(graph, target, kernels)

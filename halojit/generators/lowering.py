@@ -54,7 +54,9 @@ def bcast_index(idx, shape):
 class Stage:
     """A Func the algorithm created, for schedule templates to find."""
 
-    kind: str  # "reduce", "argreduce", "scan", "matmul" or "materialized"
+    # "reduce", "argreduce", "scan", "matmul", "pack" / "arows" (a matmul's
+    # packed B / row-major A), "materialized", ...
+    kind: str
     func: hl.Func
     shape: tuple  # numpy order
     rdom: object = None
@@ -717,6 +719,46 @@ def lower_matmul(lw, node, operands):
     return func_lazy(f, node.shape, dt, convert=convert)
 
 
+def reads_transposed(node) -> bool:
+    """Whether ``node`` (a matmul's A) reads a transpose that moves its
+    source's last axis, directly or through elementwise ops and reshapes
+    that only split the last axis (``z.T @ z``, its K chunks)."""
+    from ..graph.ops import ELEMENTWISE, REGISTRY
+    seen, todo = set(), [node]
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n.op == "transpose":
+            if n.params["perm"][-1] != len(n.params["perm"]) - 1:
+                return True
+        elif n.op == "reshape":
+            src = n.inputs[0].shape
+            if not (src and n.shape and src[-1] % max(1, n.shape[-1]) == 0):
+                continue
+        elif n.op != "broadcast_to" and (n.op in ("input", "constant")
+                                         or REGISTRY[n.op].trait != ELEMENTWISE):
+            continue
+        todo.extend(n.inputs)
+    return False
+
+
+def _store_rows(lw, a, lead, index, shape):
+    """A matmul's A stored row-major (Stage "arows" of ``shape``, its rows
+    ``lead`` Vars, read from ``a`` at ``index`` + k), computed once per
+    call and scheduled as a tiled transpose by the template: the register
+    blocks then read A along its rows, not one cache line per k (8 KiB
+    apart for K = 2048: no prefetcher follows). ``a.T @ b``, float32,
+    medians of 7, 2-core AVX-512 VM, before -> after (numpy): 2048^3 161 ->
+    60 ms (53), (512, 1024) @ (1024, 4096) 35.7 -> 16.3 (14.8)."""
+    kk = hl.Var("k")
+    f = hl.Func(lw.fresh("arows"))
+    f[[kk] + lead[::-1]] = lw.strict(a.at(index + [kk]))
+    lw.stages.append(Stage("arows", f, shape))
+    return func_lazy(f, shape, a.dtype)
+
+
 def lower_matmul_blocked(lw, node, a, b, block):
     """C = A @ B for the Matmul template: B packed into column blocks
     ``bpack[j, k, jb] = B[k, jb*block + j]`` (contiguous rows of ``block``
@@ -749,13 +791,20 @@ def lower_matmul_blocked(lw, node, a, b, block):
             return idx
         bv = []
         pack[j, kk, jb] = lw.strict(b.at([kk, col]))
-        a_at = a.at(a_index(i) + [r.x])
+        if reads_transposed(node.inputs[0]):
+            a = _store_rows(lw, a, [i], a_index(i), (rows, k))
+            a_at = a.at([i, r.x])
+        else:
+            a_at = a.at(a_index(i) + [r.x])
         shapes = (-(-n // block), k, block), (rows, n)
     else:
         out_batch = node.shape[:-2]
         bv = [hl.Var(f"b{d}") for d in range(len(out_batch))]  # numpy order
         pack[[j, kk, jb] + bv[::-1]] = lw.strict(
             b.at(bcast_index(bv, b.shape[:-2]) + [kk, col]))
+        if reads_transposed(node.inputs[0]):
+            av = [hl.Var(f"a{d}") for d in range(len(a.shape) - 2)]
+            a = _store_rows(lw, a, av + [i], av + [i], a.shape)
         a_at = a.at(bcast_index(bv, a.shape[:-2]) + [i, r.x])
         shapes = (*out_batch, -(-n // block), k, block), (*out_batch, m, n)
     cargs = [j, i, jb] + bv[::-1]

@@ -18,6 +18,7 @@ from .ops import ELEMENTWISE, LINALG, MOVEMENT, REDUCTION, REGISTRY, SCAN
 MAX_INPUTS = 16
 FUSIBLE = (ELEMENTWISE, MOVEMENT, REDUCTION, SCAN)
 ALONG_AXIS = (REDUCTION, SCAN)  # loops over an axis: never a matmul's prologue or epilogue
+VIEWS = ("transpose", "reshape")  # a matmul reads these of its operands in place
 
 
 @dataclass(eq=False)
@@ -65,6 +66,22 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
             REGISTRY[m.op].trait not in ALONG_AXIS and m not in outs
             and all(u in members or u is n for u in users[m]) for m in g.nodes)
 
+    def only_feeds_matmuls(n):
+        return n not in outs and all(
+            REGISTRY[u.op].trait == LINALG or (u.op in VIEWS and only_feeds_matmuls(u))
+            for u in users[n])
+
+    def feeds_matmul_alone(n, producers):
+        """A transpose or reshape read only by matmuls (directly or through
+        more of them), of a value whose group cannot be their prologue
+        (``z.T @ z`` after column statistics, and its K chunks, see
+        passes/matmul.py): it stays out of that group, which then stores
+        the value once in its own layout, and becomes part of the matmul's
+        prologue (an operand read in place). Joined, the group would also
+        store the transposed copy, written down the columns."""
+        return n.op in VIEWS and only_feeds_matmuls(n) and \
+            any(not is_prologue(g, n) for g in producers)
+
     for n in graph.nodes:
         if not is_compute(n):
             continue
@@ -85,6 +102,8 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
 
         if trait == LINALG:
             candidates = [g for g in producers if is_prologue(g, n)]
+        elif feeds_matmul_alone(n, producers):
+            candidates = []
         else:
             candidates = [g for g in producers if can_join(g)]
         # try joining all candidate groups at once, then each alone, largest first

@@ -17,7 +17,7 @@ from ..errors import HalojitError
 from ..graph.ops.reduce import SCANS
 from .col_reduce import COL_REDUCE, apply_col_reduce, col_reduce_fits
 from .full_reduce import FULL_REDUCE, apply_full_reduce, full_reduce_fits
-from .transpose import TRANSPOSE, apply_transpose, transpose_fits
+from .transpose import TRANSPOSE, apply_transpose, tile_blocks, transpose_fits
 
 # name -> (defaults, doc)
 TEMPLATES = {
@@ -432,6 +432,12 @@ def apply_matmul(lowered, params) -> str:
     for st in lowered.stages:
         if st.kind == "materialized":
             st.func.compute_inline()
+        elif st.kind == "arows":  # a transposed A, stored row-major once per call
+            f = st.func.compute_root()
+            kk, i, *rest = f.args()
+            tile_blocks(f, kk, i, rest, 64, 8, parallel=not serial)
+            lines.append(f"{f.name()}.compute_root().tile(k, rows, 64, 64).tile(8, 8)"
+                         ".vectorize(k).unroll(rows)  # A read through a transpose")
         elif st not in (mm, pack):
             st.func.compute_root()
     lines += [f"{c.name()}.compute_at({out.name()}, {'yo' if direct else 'xi'}).store_in(Register)"

@@ -1,6 +1,6 @@
 """The Transpose template: elementwise groups that read an input through a
-transpose moving its last (contiguous) axis: ``x.T * 1``, ``x.T + y``, a
-CHW -> HWC image.
+transpose moving its last (contiguous) axis: ``x.T * 1``, ``x.T + y``,
+``(x * 2).T``, a CHW -> HWC image.
 
 Walking the output in row order reads such an input down its columns, one
 cache line per element. Here the output is cut into ``tile`` x ``tile``
@@ -38,9 +38,9 @@ _MIN_EXTENT = 4
 def transposed_axis(graph):
     """The output axis (numpy order) that a group input's last axis lands on
     through a transpose, when it is not the output's last axis; None when
-    the group is not elementwise ops, broadcasts and transposes of its
-    inputs, or no transpose moves an input's last axis. The largest such
-    input decides."""
+    the group is not elementwise ops, broadcasts and transposes (of inputs,
+    or of values computed from them elementwise: ``(x * 2).T``), or no
+    transpose moves an input's last axis. The largest such input decides."""
     from ..graph.ops import ELEMENTWISE, REGISTRY
     if len(graph.outputs) != 1:
         return None
@@ -54,7 +54,7 @@ def transposed_axis(graph):
         if n.op == "transpose":
             src = n.inputs[0]
             perm = n.params["perm"]
-            if src.op != "input":
+            if not _reads_in_order(src):
                 return None
             last = perm.index(len(perm) - 1)
             if last == len(perm) - 1:
@@ -68,6 +68,24 @@ def transposed_axis(graph):
     if best is None or out.shape[best[1]] <= _MIN_EXTENT:
         return None
     return best[1]
+
+
+def _reads_in_order(node) -> bool:
+    """``node`` is an input, or computed from inputs by elementwise ops and
+    broadcasts only (``(x * 2).T``): it inlines into the transpose's reader,
+    which then reads those inputs through the same transpose."""
+    from ..graph.ops import ELEMENTWISE, REGISTRY
+    seen, todo = set(), [node]
+    while todo:
+        n = todo.pop()
+        if n in seen or n.op in ("input", "constant"):
+            continue
+        seen.add(n)
+        if n.op != "broadcast_to" and (REGISTRY[n.op].trait != ELEMENTWISE or
+                                       (n.op == "power" and n.dtype.kind in "iu")):
+            return False
+        todo.extend(n.inputs)
+    return True
 
 
 def transpose_fits(graph) -> bool:
@@ -103,13 +121,25 @@ def apply_transpose(lowered, params) -> str:
         out.parallel(task)
         return (f"{name}.reorder(c, rows, ...).vectorize(rows, {vector}).unroll(c)"
                 f".parallel(outer)  # a narrow last axis of {shape[-1]}")
-    xo, xi, xb, yo, yi, yb = (hl.Var(v) for v in ("xo", "xi", "xb", "yo", "yi", "yb"))
-    out.split(x, xo, xi, tile, guard).split(y, yo, yi, tile, guard)
-    out.split(xi, xb, xi, block, guard).split(yi, yb, yi, block, guard)
-    out.reorder(xi, yi, xb, yb, xo, yo, *others)
-    task = fuse_loops(out, xo, [yo, *others], "task")
-    out.parallel(task)
-    out.vectorize(xi)
-    out.unroll(yi)
+    tile_blocks(out, x, y, others, tile, block)
     return (f"{name}.tile(x, axis {axis}, {tile}, {tile}).tile({block}, {block})"
             f".vectorize(xi).unroll(yi).fuse(tiles, outer dims).parallel()")
+
+
+def tile_blocks(f, x, y, others, tile: int, block: int, parallel: bool = True):
+    """Schedule ``f`` (written along ``x``, its source read along ``y``) as
+    ``tile`` x ``tile`` tiles (parallel tasks unless not ``parallel``), each
+    walked in ``block`` x ``block`` blocks: ``block``-lane vectors along x,
+    the block's rows along y unrolled. ``others``: the remaining Vars,
+    fused into the task loop."""
+    from .templates import fuse_loops
+    guard = hl.TailStrategy.GuardWithIf
+    xo, xi, xb, yo, yi, yb = (hl.Var(v) for v in ("xo", "xi", "xb", "yo", "yi", "yb"))
+    f.split(x, xo, xi, tile, guard).split(y, yo, yi, tile, guard)
+    f.split(xi, xb, xi, block, guard).split(yi, yb, yi, block, guard)
+    f.reorder(xi, yi, xb, yb, xo, yo, *others)
+    task = fuse_loops(f, xo, [yo, *others], "task")
+    if parallel:
+        f.parallel(task)
+    f.vectorize(xi)
+    f.unroll(yi)

@@ -1,0 +1,138 @@
+"""Matmul operands the Matmul template reads in other layouts: a transposed
+A (``x.T @ y``, stored row-major once per call), a long K (cut into chunks
+by passes/matmul.py: a batched matmul and a sum), and the fusion around
+them (``z.T @ z`` after column statistics keeps one copy of z). Values
+against numpy at shapes with block tails, float32 and float64, NaN and
+inf, batched operands, out=, and a dumped artifact."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import halojit
+from halojit.graph.passes.matmul import chunk_count
+
+from helpers import assert_matmul_close, local_graphs
+
+pytestmark = pytest.mark.level3
+
+
+def rand(shape, dtype=np.float32, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def ops_of(f, *args):
+    return [g.ops for g in f.lower(*args).groups]
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 7, 33), (9, 17, 65), (37, 50, 70), (200, 300, 96)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_transposed_lhs(m, k, n, dtype):
+    a, b = rand((k, m), dtype, 1), rand((k, n), dtype, 2)
+    f = halojit.trace(lambda a, b: a.T @ b)
+    got = f(a, b)
+    assert got.dtype == np.dtype(dtype)
+    assert_matmul_close(got, a.T @ b, k)
+    assert "A read through a transpose" in f.lower(a, b).groups[0].schedule
+
+
+def test_transposed_lhs_through_elementwise_and_batched():
+    a, b = rand((3, 40, 24), seed=3), rand((40, 56), seed=4)
+    bb = rand((3, 40, 56), seed=5)
+    f = halojit.trace(lambda a, b: np.swapaxes(a * 2, -1, -2) @ b)
+    for rhs in (b, bb):
+        assert_matmul_close(f(a, rhs), np.swapaxes(a * 2, -1, -2) @ rhs, 40)
+        assert "A read through a transpose" in f.lower(a, rhs).groups[0].schedule
+
+
+def test_transposed_lhs_specials_and_views():
+    a, b = rand((64, 48), seed=6), rand((64, 40), seed=7)
+    a[5, 3] = np.nan  # row 3 of the result
+    b[9, 11] = np.inf
+    f = halojit.trace(lambda a, b: a.T @ b)
+    with np.errstate(invalid="ignore"):
+        want = a.T @ b
+    got = f(a, b)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.array_equal(np.isinf(got), np.isinf(want))
+    ok = np.isfinite(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=1e-4, atol=1e-4)
+    # a strided view as the transposed operand
+    big = rand((64, 96), seed=8)
+    b = rand((64, 40), seed=15)
+    assert_matmul_close(f(big[:, ::2], b), big[:, ::2].T @ b, 64)
+
+
+@pytest.mark.parametrize("m,k,n,itemsize,chunks", [
+    (512, 8192, 512, 4, 2),     # two 4096-long chunks
+    (512, 4096, 512, 4, 1),     # fits: no split
+    (64, 100000, 64, 4, 25),    # the fewest chunks whose length fits and divides K
+    (64, 8191, 64, 4, 1),       # a prime K: no divisor, no split
+    (64, 4096, 64, 8, 2),       # float64 chunks hold half as many
+    (1, 8192, 1, 4, 1),         # too little work to matter
+])
+def test_chunk_count(m, k, n, itemsize, chunks):
+    got = chunk_count(m, k, n, itemsize)
+    assert got == chunks
+    assert k % got == 0
+
+
+@pytest.mark.parametrize("dtype,k", [("float32", 8200), ("float64", 5000)])
+def test_long_k_is_chunked(dtype, k):
+    a, b = rand((33, k), dtype, 9), rand((k, 40), dtype, 10)
+    f = halojit.trace(lambda a, b: a @ b)
+    got = f(a, b)
+    assert got.dtype == np.dtype(dtype)
+    assert_matmul_close(got, a @ b, k)
+    groups = ops_of(f, a, b)
+    assert any("matmul" in ops for ops in groups) and groups[-1] == ["sum"]
+    out = np.full((33, 40), np.nan, dtype)
+    assert f(a, b, out=out) is out
+    assert_matmul_close(out, a @ b, k)
+
+
+def test_gram_of_tall_matrix_with_epilogue_and_nan():
+    x = rand((20000, 24), seed=11)
+    x[123, 5] = np.nan
+
+    def gram(x):
+        return x.T @ x / x.shape[0] + 1
+
+    f = halojit.trace(gram)
+    x_in = x.copy()
+    with np.errstate(invalid="ignore"):
+        want = gram(x)
+    got = f(x)
+    assert np.array_equal(x, x_in, equal_nan=True)  # the input is never written
+    nan = np.isnan(want)
+    assert nan[5].all() and nan[:, 5].all() and np.array_equal(np.isnan(got), nan)
+    assert_matmul_close(got[~nan], want[~nan], 20000)
+    assert ops_of(f, x)[-1] == ["sum", "divide", "add"]
+
+
+def test_covariance_keeps_one_copy_of_z():
+    """z.T @ z after column statistics: the statistics group stores z once
+    (not also z.T); the matmul reads z through the transpose itself."""
+    X = rand((300, 72), seed=12) * 3 + 1
+
+    def cov(X):
+        Z = (X - X.mean(axis=0)) / X.std(axis=0)
+        return Z.T @ Z / X.shape[0]
+
+    f = halojit.trace(cov)
+    assert_matmul_close(f(X), cov(X), 300)
+    stats, mm = f.lower(X).groups
+    assert "transpose" not in stats.ops and mm.ops[:2] == ["transpose", "matmul"]
+    assert len(local_graphs(cov, X)[0].outputs) == 1
+
+
+def test_long_k_artifact(tmp_path):
+    a, b = rand((16, 8192), seed=13) * 0.01, rand((8192, 24), seed=14)
+    f = halojit.trace(lambda a, b: np.tanh(a @ b))
+    path = tmp_path / "mm.hjm"
+    f.dump(path, a, b)
+    m = halojit.load(path)
+    got = m(a, b)
+    got = got[0] if isinstance(got, (tuple, list)) else got
+    np.testing.assert_allclose(got, np.tanh(a @ b), atol=1e-4)
