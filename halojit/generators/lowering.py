@@ -723,25 +723,16 @@ def reads_transposed(node) -> bool:
     """Whether ``node`` (a matmul's A) reads a transpose that moves its
     source's last axis, directly or through elementwise ops and reshapes
     that only split the last axis (``z.T @ z``, its K chunks)."""
-    from ..graph.ops import ELEMENTWISE, REGISTRY
-    seen, todo = set(), [node]
-    while todo:
-        n = todo.pop()
-        if n in seen:
-            continue
-        seen.add(n)
+    from ..graph.ops import frontier, inlines
+
+    def through(n):
         if n.op == "transpose":
-            if n.params["perm"][-1] != len(n.params["perm"]) - 1:
-                return True
-        elif n.op == "reshape":
+            return n.params["perm"][-1] == len(n.params["perm"]) - 1
+        if n.op == "reshape":
             src = n.inputs[0].shape
-            if not (src and n.shape and src[-1] % max(1, n.shape[-1]) == 0):
-                continue
-        elif n.op != "broadcast_to" and (n.op in ("input", "constant")
-                                         or REGISTRY[n.op].trait != ELEMENTWISE):
-            continue
-        todo.extend(n.inputs)
-    return False
+            return bool(src and n.shape) and src[-1] % max(1, n.shape[-1]) == 0
+        return inlines(n)
+    return any(f.op == "transpose" for f in frontier(node, through))
 
 
 def _store_rows(lw, a, lead, index, shape):

@@ -121,18 +121,13 @@ def elementwise_fits(graph) -> bool:
     elementwise ops and broadcasts (no reduction, matmul, movement that
     reorders or slices, or integer power, whose lowering is a stage with an
     update): every value inlines into the output and is read in order."""
-    from ..graph.ops import ELEMENTWISE, REGISTRY
+    from ..graph.ops import inlines
     if len(graph.outputs) != 1:
         return False
     out = graph.outputs[0].aval
     if out.ndim < 1 or out.shape[-1] < 16:
         return False
-    for n in graph.nodes:
-        if n.op in ("input", "constant", "broadcast_to"):
-            continue
-        if REGISTRY[n.op].trait != ELEMENTWISE or (n.op == "power" and n.dtype.kind in "iu"):
-            return False
-    return True
+    return all(n.op in ("input", "constant") or inlines(n) for n in graph.nodes)
 
 
 def _vectorize(f, var, factor: int):

@@ -41,7 +41,7 @@ def transposed_axis(graph):
     the group is not elementwise ops, broadcasts and transposes (of inputs,
     or of values computed from them elementwise: ``(x * 2).T``), or no
     transpose moves an input's last axis. The largest such input decides."""
-    from ..graph.ops import ELEMENTWISE, REGISTRY
+    from ..graph.ops import frontier, inlines
     if len(graph.outputs) != 1:
         return None
     out = graph.outputs[0].aval
@@ -49,12 +49,14 @@ def transposed_axis(graph):
         return None
     best = None
     for n in graph.nodes:
-        if n.op in ("input", "constant", "broadcast_to"):
+        if n.op in ("input", "constant") or inlines(n):
             continue
         if n.op == "transpose":
             src = n.inputs[0]
             perm = n.params["perm"]
-            if not _reads_in_order(src):
+            # an input, or a value computed from inputs elementwise (inlined,
+            # it reads them through the same transpose)
+            if any(f.op not in ("input", "constant") for f in frontier(src, inlines)):
                 return None
             last = perm.index(len(perm) - 1)
             if last == len(perm) - 1:
@@ -63,29 +65,10 @@ def transposed_axis(graph):
             if best is None or src.aval.size > best[0]:
                 best = (src.aval.size, axis)
             continue
-        if REGISTRY[n.op].trait != ELEMENTWISE or (n.op == "power" and n.dtype.kind in "iu"):
-            return None
+        return None  # anything else
     if best is None or out.shape[best[1]] <= _MIN_EXTENT:
         return None
     return best[1]
-
-
-def _reads_in_order(node) -> bool:
-    """``node`` is an input, or computed from inputs by elementwise ops and
-    broadcasts only (``(x * 2).T``): it inlines into the transpose's reader,
-    which then reads those inputs through the same transpose."""
-    from ..graph.ops import ELEMENTWISE, REGISTRY
-    seen, todo = set(), [node]
-    while todo:
-        n = todo.pop()
-        if n in seen or n.op in ("input", "constant"):
-            continue
-        seen.add(n)
-        if n.op != "broadcast_to" and (REGISTRY[n.op].trait != ELEMENTWISE or
-                                       (n.op == "power" and n.dtype.kind in "iu")):
-            return False
-        todo.extend(n.inputs)
-    return True
 
 
 def transpose_fits(graph) -> bool:

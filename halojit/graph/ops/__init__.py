@@ -59,6 +59,32 @@ def get(name: str) -> OpDef:
         raise UnsupportedError(f"halojit has no op named {name!r}") from None
 
 
+def inlines(node) -> bool:
+    """An elementwise op or a broadcast whose lowering is one expression per
+    element (an integer power is a stage with an update): it inlines into
+    whatever reads it, which then reads its operands in its own order."""
+    return node.op == "broadcast_to" or (
+        node.op in REGISTRY and REGISTRY[node.op].trait == ELEMENTWISE
+        and not (node.op == "power" and node.dtype.kind in "iu"))
+
+
+def frontier(node, through: Callable) -> list:
+    """Where a walk up the graph from ``node`` stops: ``node`` and its
+    ancestors reached only through nodes for which ``through`` holds, that
+    do not satisfy it themselves (inputs and constants included)."""
+    seen, todo, out = set(), [node], []
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n.op in ("input", "constant") or not through(n):
+            out.append(n)
+        else:
+            todo.extend(n.inputs)
+    return out
+
+
 def broadcast_shapes(shapes, opname: str, loc: str | None) -> tuple[int, ...]:
     try:
         return tuple(np.broadcast_shapes(*shapes))
