@@ -569,6 +569,77 @@ def roll(a, shift, axis=None):
     return copy(out)  # a new array, as numpy's
 
 
+@implements(np.diff)
+def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
+    """Differences of neighbours along ``axis`` (``!=`` for bool, as numpy),
+    ``n`` times, after concatenating ``prepend`` / ``append`` (a scalar is
+    broadcast to one slice)."""
+    loc = user_loc()
+    ctx = _ctx_of(a, prepend, append)
+    a = _tr(ctx, a, loc)
+    (n,) = _static_ints(n, "diff", "n", loc)
+    if n < 0:
+        raise ValueError(f"diff: order must be non-negative but got {n}{format_loc(loc)}.")
+    if a.ndim == 0:
+        raise ValueError(f"diff requires input that is at least one dimensional{format_loc(loc)}.")
+    ax = normalize_axis(axis, a.ndim, "diff", loc)
+    parts = []
+    for extra in (prepend, append):
+        if extra is np._NoValue:
+            parts.append(None)
+            continue
+        e = _tr(ctx, extra if isinstance(extra, TracedArray) else np.asarray(extra), loc)
+        if e.ndim == 0:
+            e = broadcast_to(e, a.shape[:ax] + (1,) + a.shape[ax + 1:])
+        parts.append(e)
+    if n == 0:
+        return a
+    if parts != [None, None]:
+        a = concatenate([p for p in (parts[0], a, parts[1]) if p is not None], ax)
+
+    def cut(start, stop):
+        return tuple(slice(start, stop) if i == ax else slice(None) for i in range(a.ndim))
+    for _ in range(n):
+        hi, lo = getitem(a, cut(1, None)), getitem(a, cut(None, -1))
+        a = hi != lo if a.dtype == np.bool_ else hi - lo
+    return a
+
+
+@implements(np.count_nonzero)
+def count_nonzero(a, axis=None, *, keepdims=False):
+    loc = user_loc()
+    ctx = _ctx_of(a)
+    a = _tr(ctx, a, loc)
+    return reduction("sum", a != 0, axis, keepdims, np.intp)
+
+
+def _triangle(m, k, upper: bool, fname: str):
+    """numpy's triu/tril: zeros where the column is below (triu) or above
+    (tril) the k-th diagonal, from two index vectors (no N x M mask constant)."""
+    loc = user_loc()
+    ctx = _ctx_of(m)
+    m = _tr(ctx, m, loc)
+    (k,) = _static_ints(k, fname, "k", loc)
+    if m.ndim == 0:
+        raise ValueError(f"{fname}: expected an array of at least 1 dimension, got a 0-d one"
+                         f"{format_loc(loc)}.")
+    rows, cols = m.shape[-2:] if m.ndim >= 2 else (m.shape[-1], m.shape[-1])
+    i = _tr(ctx, np.arange(rows, dtype=np.int64).reshape(rows, 1), loc)
+    j = _tr(ctx, np.arange(cols, dtype=np.int64), loc)
+    keep = (j - i >= k) if upper else (j - i <= k)
+    return where(keep, m, np.zeros((), m.dtype))
+
+
+@implements(np.triu)
+def triu(m, k=0):
+    return _triangle(m, k, True, "triu")
+
+
+@implements(np.tril)
+def tril(m, k=0):
+    return _triangle(m, k, False, "tril")
+
+
 @implements(np.tile)
 def tile(A, reps):
     """A broadcast over a new axis before each tiled one, then one reshape."""

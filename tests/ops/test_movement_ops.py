@@ -190,6 +190,12 @@ LINALG = {
     "einsum-permute3": (lambda a, b: np.einsum("ijk->kji", a), (2, 3, 4), (1,)),
     "einsum-contract-out-t": (lambda a, b: np.einsum("ij,jk->ki", a, b), (3, 4), (4, 5)),
     "einsum-bilinear": (lambda a, b: np.einsum("ij,kj->ik", a, b), (3, 4), (5, 4)),
+    # a dot per batch element, or no contraction: a product (and a sum), no matmul
+    "einsum-rowdot": (lambda a, b: np.einsum("ij,ij->i", a, b), (5, 4), (5, 4)),
+    "einsum-batchdot3": (lambda a, b: np.einsum("bij,bij->b", a, b), (2, 3, 4), (2, 3, 4)),
+    "einsum-traceprod": (lambda a, b: np.einsum("ij,ji->", a, b), (3, 4), (4, 3)),
+    "einsum-batch-outer": (lambda a, b: np.einsum("bi,bj->bij", a, b), (3, 4), (3, 5)),
+    "einsum-outer4": (lambda a, b: np.einsum("ij,kl->ijkl", a, b), (2, 3), (4, 5)),
 }
 
 
