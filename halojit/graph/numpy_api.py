@@ -865,6 +865,16 @@ def matmul(a, b):
     except Exception as e:
         from ..errors import DTypeError
         raise DTypeError(f"matmul: no loop for {a.dtype} and {b.dtype}{format_loc(loc)}: {e}") from None
+    if a.ndim == 1 and b.ndim == 1 and a.shape == b.shape and in_dts[0] == in_dts[1] and \
+            in_dts[0] in (np.float32, np.float64):
+        # a dot product: as a 1x1 matmul it fills one lane of a 32-lane
+        # register block; as a product and a sum it is one fused reduction
+        # (4096 float32: 15 -> 0.7 us, numpy 0.9). A matrix-vector product
+        # keeps the Matmul template: Adams2019 schedules (4096, 4096) * v
+        # summed over rows 20% slower (5.3 ms against 4.4; numpy 1.2).
+        prod = TracedArray(ctx.cast(a, in_dts[0], loc), ctx) * \
+            TracedArray(ctx.cast(b, in_dts[1], loc), ctx)
+        return reduction("sum", prod, -1, False, in_dts[0])
     a2 = reshape(a, (1, a.shape[0])) if a.ndim == 1 else a
     b2 = reshape(b, (b.shape[0], 1)) if b.ndim == 1 else b
     r = ctx.emit("matmul", [ctx.cast(a2, in_dts[0], loc), ctx.cast(b2, in_dts[1], loc)], None, loc)

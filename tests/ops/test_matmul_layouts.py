@@ -145,3 +145,17 @@ def test_einsum_row_dot_is_a_product_and_a_sum():
     f = halojit.trace(lambda x, y: np.einsum("ij,ij->i", x, y))
     np.testing.assert_allclose(f(x, y), np.einsum("ij,ij->i", x, y), rtol=1e-5, atol=1e-5)
     assert ops_of(f, x, y) == [["multiply", "sum"]]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_vector_dot_is_a_product_and_a_sum(dtype):
+    v, w = rand((4096,), dtype, 18), rand((4096,), dtype, 19)
+    f = halojit.trace(lambda v, w: v @ w)
+    got = f(v, w)
+    assert np.asarray(got).dtype == np.dtype(dtype) and np.ndim(got) == 0
+    assert_matmul_close(np.asarray(got), np.asarray(v @ w), 4096)
+    assert ops_of(f, v, w) == [["multiply", "sum"]]
+    v[7] = np.nan
+    assert np.isnan(f(v, w))
+    with pytest.raises(halojit.ShapeError):
+        f(v, w[:100])
