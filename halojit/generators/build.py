@@ -460,6 +460,13 @@ def _has_zero_size(graph: Graph) -> bool:
     return any(n.aval.size == 0 for n in graph.nodes)
 
 
+def codegen_graph(graph: Graph, target) -> Graph:
+    """The graph the Halide backend partitions and compiles for ``target``
+    (an hl.Target): on CPUs, matmuls with a long K cut into chunks
+    (passes/matmul.py). The executor and ``dump`` both start here."""
+    return graph if target.has_gpu_feature() else split_long_matmuls(graph)
+
+
 def build_halide_executor(graph: Graph, target_str: str, autoscheduler=None):
     """The executor of an optimized graph at opt_level 3 on the Halide backend."""
     from ..api import NumpyExecutor
@@ -470,8 +477,7 @@ def build_halide_executor(graph: Graph, target_str: str, autoscheduler=None):
         return NumpyExecutor(graph, 2)
     target = host_target(target_str)
     t0 = time.perf_counter()
-    if not target.has_gpu_feature():
-        graph = split_long_matmuls(graph)
+    graph = codegen_graph(graph, target)
     groups = partition(graph)
     kernels = compile_kernels(groups, target, autoscheduler)
     ex = HalideExecutor(graph, target, kernels)

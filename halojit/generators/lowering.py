@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from ..graph.ir import Graph, Node
-from ..graph.ops import ELEMENTWISE, REGISTRY
+from ..graph.ops import ELEMENTWISE, REGISTRY, frontier, inlines
 from . import halide_ops as H
 from .chunks import (CHUNKS, LANES, LAST_CHUNK_VECTORS, LAST_CHUNKS,  # noqa: F401
                      SPLIT_MIN, chunking)
@@ -723,8 +723,6 @@ def reads_transposed(node) -> bool:
     """Whether ``node`` (a matmul's A) reads a transpose that moves its
     source's last axis, directly or through elementwise ops and reshapes
     that only split the last axis (``z.T @ z``, its K chunks)."""
-    from ..graph.ops import frontier, inlines
-
     def through(n):
         if n.op == "transpose":
             return n.params["perm"][-1] == len(n.params["perm"]) - 1
@@ -770,6 +768,7 @@ def lower_matmul_blocked(lw, node, a, b, block):
     r = hl.RDom([hl.Range(0, k)])
     ct = H.compute_type(node.dtype)
     col = hl.min(jb * block + j, n - 1)
+    transposed = reads_transposed(node.inputs[0])
     if len(b.shape) == 2:
         rows = int(np.prod(batch, dtype=np.int64)) * m
 
@@ -782,7 +781,7 @@ def lower_matmul_blocked(lw, node, a, b, block):
             return idx
         bv = []
         pack[j, kk, jb] = lw.strict(b.at([kk, col]))
-        if reads_transposed(node.inputs[0]):
+        if transposed:
             a = _store_rows(lw, a, [i], a_index(i), (rows, k))
             a_at = a.at([i, r.x])
         else:
@@ -793,7 +792,7 @@ def lower_matmul_blocked(lw, node, a, b, block):
         bv = [hl.Var(f"b{d}") for d in range(len(out_batch))]  # numpy order
         pack[[j, kk, jb] + bv[::-1]] = lw.strict(
             b.at(bcast_index(bv, b.shape[:-2]) + [kk, col]))
-        if reads_transposed(node.inputs[0]):
+        if transposed:
             av = [hl.Var(f"a{d}") for d in range(len(a.shape) - 2)]
             a = _store_rows(lw, a, av + [i], av + [i], a.shape)
         a_at = a.at(bcast_index(bv, a.shape[:-2]) + [i, r.x])

@@ -54,12 +54,12 @@ def _contract(a, ta, b, tb, keep, sizes):
     contracted = [c for c in ta if c in tb and c not in keep]
     m = [c for c in ta if c not in tb]
     n = [c for c in tb if c not in ta]
+    a = _permute(a, ta, "".join(batch + m + contracted))
     if not (m or n) or not contracted:
         # a dot product per batch element ('ij,ij->i') or an outer product
         # ('i,j->ij'): a matmul of 1-row or K=1 matrices would be a batched
         # matmul of tiny blocks (einsum('ij,ij->i') of (2048, 256) float32:
         # 1.09 ms that way, numpy 0.08); as a product and a sum it fuses
-        a = _permute(a, ta, "".join(batch + m + contracted))
         b = _permute(b, tb, "".join(batch + n + contracted))
         nb, nm = len(batch), len(m)
         a = np.reshape(a, np.shape(a)[:nb + nm] + (1,) * len(n) + np.shape(a)[nb + nm:])
@@ -68,7 +68,6 @@ def _contract(a, ta, b, tb, keep, sizes):
         if contracted:
             prod = np.sum(prod, axis=tuple(range(nb + nm + len(n), prod.ndim)), dtype=prod.dtype)
         return prod, "".join(batch + m + n)
-    a = _permute(a, ta, "".join(batch + m + contracted))
     b = _permute(b, tb, "".join(batch + contracted + n))
 
     def size(cs):

@@ -121,9 +121,9 @@ class _Traced:
 def _trace_example(tf, args, static) -> _Traced:
     from ..api import _tracer
     from ..graph.ir import make_graph
-    from ..generators.compile import host_target, is_cuda
+    from ..generators.build import codegen_graph
+    from ..generators.compile import host_target
     from ..graph.passes import optimize
-    from ..graph.passes.matmul import split_long_matmuls
     converted = tf._convert(list(args))
     values = [v for v, _ in converted]
     avals = [a for _, a in converted]
@@ -145,9 +145,7 @@ def _trace_example(tf, args, static) -> _Traced:
     if not nodes:
         raise ArtifactError(f"dump: {name} returns no arrays (it returned {treedef!r}); an "
                             "artifact needs at least one output.")
-    graph = optimize(make_graph(ctx.inputs, nodes), 3)
-    if not is_cuda(host_target(tf.target)):  # as build_halide_executor compiles it
-        graph = split_long_matmuls(graph)
+    graph = codegen_graph(optimize(make_graph(ctx.inputs, nodes), 3), host_target(tf.target))
     if any(n.aval.size == 0 for n in graph.nodes):
         raise ArtifactError(
             f"dump: the example ({', '.join(map(str, avals))}) makes zero-size arrays; artifacts "

@@ -430,9 +430,11 @@ def apply_matmul(lowered, params) -> str:
         elif st.kind == "arows":  # a transposed A, stored row-major once per call
             f = st.func.compute_root()
             kk, i, *rest = f.args()
-            tile_blocks(f, kk, i, rest, 64, 8, parallel=not serial)
-            lines.append(f"{f.name()}.compute_root().tile(k, rows, 64, 64).tile(8, 8)"
-                         ".vectorize(k).unroll(rows)  # A read through a transpose")
+            tile, tblock = (int(TRANSPOSE[0][key]) for key in ("tile", "block"))
+            tile_blocks(f, kk, i, rest, tile, tblock, parallel=not serial)
+            lines.append(f"{f.name()}.compute_root().tile(k, rows, {tile}, {tile})"
+                         f".tile({tblock}, {tblock}).vectorize(k).unroll(rows)"
+                         "  # A read through a transpose")
         elif st not in (mm, pack):
             st.func.compute_root()
     lines += [f"{c.name()}.compute_at({out.name()}, {'yo' if direct else 'xi'}).store_in(Register)"

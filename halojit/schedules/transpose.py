@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import halide as hl
 
+from ..graph.ops import frontier, inlines
+
 TRANSPOSE = ({"tile": "64", "block": "8"},
              "elementwise groups reading an input through a transpose of its last "
              "axis: parallel tile x tile tiles of the output, each walked in block x "
@@ -41,7 +43,6 @@ def transposed_axis(graph):
     the group is not elementwise ops, broadcasts and transposes (of inputs,
     or of values computed from them elementwise: ``(x * 2).T``), or no
     transpose moves an input's last axis. The largest such input decides."""
-    from ..graph.ops import frontier, inlines
     if len(graph.outputs) != 1:
         return None
     out = graph.outputs[0].aval
