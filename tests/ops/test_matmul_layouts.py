@@ -159,3 +159,48 @@ def test_vector_dot_is_a_product_and_a_sum(dtype):
     assert np.isnan(f(v, w))
     with pytest.raises(halojit.ShapeError):
         f(v, w[:100])
+
+
+@pytest.mark.parametrize("shape", [(37, 50), (1, 1), (5, 0), (0, 8), (3, 5, 40), (300, 3)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_matrix_vector_is_a_product_and_a_row_sum(shape, dtype):
+    x, v = rand(shape, dtype, 20), rand(shape[-1:], dtype, 21)
+    f = halojit.trace(lambda x, v: x @ v)
+    got = f(x, v)
+    assert got.dtype == np.dtype(dtype) and got.shape == shape[:-1]
+    assert_matmul_close(got, x @ v, shape[-1])
+    # zero-size results are constants: no group at all
+    assert ops_of(f, x, v) == ([["multiply", "sum"]] if got.size and x.size else [])
+
+
+def test_matrix_vector_views_specials_and_mixed_dtypes():
+    x, v = rand((64, 96), seed=22), rand((96,), seed=23)
+    f = halojit.trace(lambda x, v: x @ v)
+    for xs, vs in [(x[:, ::2], v[::2]), (x.T[:48], v[:64]), (x[::-1, 1:49], v[::-2])]:
+        assert_matmul_close(f(xs, vs), xs @ vs, xs.shape[-1])
+    x[3, 5], x[7, 0] = np.nan, np.inf
+    x_before = x.copy()
+    got, want = f(x, v), x @ v
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isinf(got[7]) and np.sign(got[7]) == np.sign(want[7])
+    np.testing.assert_array_equal(x, x_before)
+    # float32 @ float64 computes in float64, as numpy does
+    v64 = v.astype(np.float64)
+    got = f(x[8:], v64)
+    assert got.dtype == np.float64
+    assert_matmul_close(got, x[8:] @ v64, 96)
+    with pytest.raises(halojit.ShapeError):
+        f(x, v[:95])
+
+
+def test_vector_matrix_large_is_a_column_sum_small_stays_matmul():
+    f = halojit.trace(lambda u, x: u @ x)
+    u, x = rand((1024,), seed=24), rand((1024, 1030), seed=25)
+    assert_matmul_close(f(u, x), u @ x, 1024)
+    assert not any("matmul" in ops for ops in ops_of(f, u, x))
+    ub, xb = rand((600,), seed=26), rand((2, 600, 900), seed=27)
+    assert_matmul_close(f(ub, xb), ub @ xb, 600)
+    assert not any("matmul" in ops for ops in ops_of(f, ub, xb))
+    us, xs = rand((256,), seed=28), rand((256, 256), seed=29)
+    assert_matmul_close(f(us, xs), us @ xs, 256)
+    assert any("matmul" in ops for ops in ops_of(f, us, xs))
