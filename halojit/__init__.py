@@ -24,7 +24,8 @@ from . import cuda, errors
 from .api import TracedFunction, trace
 from .config import get_config as config
 from .errors import (ArtifactError, CompileError, DeviceError, DomainError, DTypeError,
-                     HalojitError, ShapeError, TraceError, TraceWarning, UnsupportedError)
+                     HalojitError, IndexOutOfBoundsError, ShapeError, TraceError,
+                     TraceWarning, UnsupportedError)
 from .graph.tracer import exclude_from_trace
 
 __version__ = "0.1.0"
@@ -42,5 +43,6 @@ def load(path, level=None):
 __all__ = [
     "trace", "load", "exclude_from_trace", "config", "TracedFunction", "errors",
     "HalojitError", "TraceError", "TraceWarning", "ShapeError", "DTypeError",
-    "UnsupportedError", "CompileError", "ArtifactError", "DomainError", "__version__",
+    "UnsupportedError", "CompileError", "ArtifactError", "DomainError", "IndexOutOfBoundsError",
+    "__version__",
 ]

@@ -102,7 +102,7 @@ class Specialization:
     treedef: TreeDef
     bindings: list
     binding_avals: list
-    weak_checks: tuple | None  # (graph of weak Python-int values, dtypes each must fit)
+    checks: tuple | None  # (graph of values to check per call, a check for each)
     executor: Any
     build_seconds: float = 0.0
 
@@ -345,7 +345,7 @@ class TracedFunction(_Dispatcher):
         spec = self._cache.get(self._key(avals, kwargs))
         if spec is not None and not spec.bindings:
             self._stats["hits"] += 1  # the fast path
-            if spec.weak_checks is None and not kwargs:
+            if spec.checks is None and not kwargs:
                 key = _array_key(args)
                 if key is not None:
                     entry = self._cache.fast[key] = self._fast_entry(spec)
@@ -392,10 +392,10 @@ class TracedFunction(_Dispatcher):
 
     def _run(self, spec: Specialization, values, out):
         inputs = values + [b.read() for b in spec.bindings]
-        if spec.weak_checks is not None:  # numpy's OverflowError for f(x_int8, 1000)
-            graph, dtypes = spec.weak_checks
-            for v, dt in zip(interpret(graph, inputs), dtypes):
-                np.asarray(v.item(), dtype=dt)
+        if spec.checks is not None:  # numpy's OverflowError for f(x_int8, 1000), IndexError
+            graph, checks = spec.checks
+            for v, check in zip(interpret(graph, inputs), checks):
+                check(v)
         if out is not None:  # checked before any kernel runs; kernels write into it
             outs = _check_out(out, spec.graph.outputs, self.__name__)
             results = spec.executor(inputs, outs)
@@ -505,8 +505,8 @@ class TracedFunction(_Dispatcher):
         spec = Specialization(
             key=key, graph=graph, treedef=treedef, bindings=list(ctx.bindings),
             binding_avals=[n.aval for n in ctx.inputs[len(values):]],
-            weak_checks=(make_graph(ctx.inputs, [n for n, _ in ctx.weak_checks]),
-                         [dt for _, dt in ctx.weak_checks]) if ctx.weak_checks else None,
+            checks=(make_graph(ctx.inputs, [n for n, _ in ctx.checks]),
+                    [c for _, c in ctx.checks]) if ctx.checks else None,
             executor=executor,
             build_seconds=time.perf_counter() - t0)
         self._stats["compiles"] += getattr(executor, "kernel_count", 0)

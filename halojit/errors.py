@@ -44,6 +44,17 @@ class DomainError(HalojitError, ValueError):
     """
 
 
+class IndexOutOfBoundsError(HalojitError, IndexError):
+    """An integer index array points outside the axis it indexes (numpy's
+    IndexError for ``x[idx]``, ``np.take``, ``np.take_along_axis``). The
+    indices are checked before any kernel runs.
+
+    Example: ``x[np.array([0, 7])]`` for an x of 5 rows.
+    Fix: keep indices in ``[-n, n)``, or pass ``mode="wrap"`` or
+    ``mode="clip"`` to ``np.take`` (no check, and no per-call cost for it).
+    """
+
+
 class DTypeError(HalojitError, TypeError):
     """An input or operation has a dtype halojit cannot handle.
 

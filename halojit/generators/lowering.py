@@ -692,6 +692,51 @@ def lower_pad(lw, node, operands):
     return Lazy(node.shape, node.dtype, at)
 
 
+def _take_position(e, n: int, mode: str):
+    """An index Expr as an in-bounds int32 position along an axis of n.
+    Under "raise" the tracer has checked the range; the clamps only tell
+    bounds inference that the reads stay inside the axis. The clamping
+    happens in a signed type: Halide 21's bounds inference gives up on a
+    clamped value cast from an unsigned type ("Buffer in0 may be accessed
+    in an unbounded way"), so wide unsigned indices are reinterpreted:
+    uint64 as int64 from the start, as numpy converts indices to intp;
+    uint32 after its modulo, its values past int32 (negative now) clipping
+    to the end. (A uint64 modulo also hung Halide's compile.)"""
+    t = e.type()
+    if t.bits() < 32:  # n may not fit the index type
+        e, t = hl.cast(hl.Int(32), e), hl.Int(32)
+    elif t.is_uint() and t.bits() == 64:
+        e, t = hl.reinterpret(hl.Int(64), e), hl.Int(64)
+    if mode == "wrap":
+        e = e % hl.cast(t, n)  # Euclidean for signed integers: always in [0, n)
+    wide_unsigned = t.is_uint()
+    if wide_unsigned:
+        t = hl.Int(t.bits())
+        e = hl.reinterpret(t, e)
+    if mode == "raise" and not wide_unsigned:
+        e = hl.select(e < 0, e + hl.cast(t, n), e)
+    elif mode == "clip" and wide_unsigned:
+        e = hl.select(e < 0, hl.cast(t, n - 1), e)
+    e = hl.cast(hl.Int(32), hl.clamp(e, hl.cast(t, 0), hl.cast(t, n - 1)))
+    return hl.clamp(e, 0, n - 1)
+
+
+def lower_take(lw, node, operands):
+    x, index = operands
+    axis, mode, along = node.params["axis"], node.params["mode"], node.params["along"]
+    n, k = x.shape[axis], len(index.shape)
+
+    def at(idx):
+        if along:
+            pos = _take_position(index.at(bcast_index(idx, index.shape)), n, mode)
+            src = bcast_index(idx, x.shape)
+            src[axis] = pos
+            return x.at(src)
+        pos = _take_position(index.at(idx[axis:axis + k]), n, mode)
+        return x.at(idx[:axis] + [pos] + idx[axis + k:])
+    return Lazy(node.shape, node.dtype, at)
+
+
 # -- linear algebra -------------------------------------------------------------------------
 def lower_matmul(lw, node, operands):
     a, b = operands
@@ -822,7 +867,7 @@ LOWER = {
     "cumsum": lower_scan, "cumprod": lower_scan,
     "reshape": lower_reshape, "transpose": lower_transpose, "broadcast_to": lower_broadcast,
     "slice": lower_slice, "concatenate": lower_concatenate, "pad": lower_pad,
-    "matmul": lower_matmul,
+    "take": lower_take, "matmul": lower_matmul,
 }
 
 

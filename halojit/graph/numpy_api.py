@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ShapeError, TraceError, UnsupportedError, format_loc
+from ..errors import (DTypeError, IndexOutOfBoundsError, ShapeError, TraceError,
+                      UnsupportedError, format_loc)
 from .ops import broadcast_shapes, normalize_axes, normalize_axis
 from .ops.elementwise import UFUNCS
 from .tracer import TracedArray, check_dtype, current, user_loc
@@ -307,7 +308,6 @@ def round_(a, decimals=0, out=None):
     ctx = _ctx_of(a)
     a = _tr(ctx, a, user_loc())
     if a.dtype.kind == "b" and decimals != 0:
-        from ..errors import DTypeError
         raise DTypeError(f"np.round: a bool array with decimals={decimals}: numpy cannot cast "
                          f"the float64 result back to bool{format_loc(user_loc())}.")
     if a.dtype.kind in "iu":
@@ -789,12 +789,13 @@ def getitem(x, key):
     # needed, a TraceError under symbolic tracing.
     key = tuple(k.__index__() if isinstance(k, TracedArray) and k.ndim == 0
                 and k.dtype.kind in "iu" else k for k in key)
+    if any(_is_array_index(k) for k in key):
+        return _advanced_getitem(ctx, x, key, loc)
     for k in key:
         if not (k is None or k is Ellipsis or isinstance(k, slice) or _is_int_index(k)):
             raise UnsupportedError(
-                f"indexing with {type(k).__name__} (advanced or boolean indexing) is not "
-                f"supported inside @halojit.trace{format_loc(loc)}; use basic slices, ints, "
-                "None and ..., or np.where for masks.")
+                f"indexing with {type(k).__name__} is not supported inside @halojit.trace"
+                f"{format_loc(loc)}; use slices, ints, None, ..., and integer arrays.")
     n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
     if sum(1 for k in key if k is Ellipsis) > 1:
         raise ShapeError(f"an index can only have a single ellipsis ('...'){format_loc(loc)}.")
@@ -839,6 +840,71 @@ def getitem(x, key):
     return _view(x, reshape(r, tuple(out_shape)))
 
 
+def _is_array_index(k) -> bool:
+    return isinstance(k, (TracedArray, np.ndarray, list)) or (
+        isinstance(k, (bool, np.bool_)))
+
+
+def _advanced_getitem(ctx, x, key, loc):
+    """``x[key]`` where some entries are integer arrays (numpy's advanced
+    indexing; ints count as 0-d arrays beside them). The arrays broadcast
+    together; their result axes replace the indexed axes where those are
+    adjacent in the key, else they come first (numpy's rule). Built from
+    basic slicing, a transpose that brings the indexed axes together, a
+    reshape that merges them into one, and one gather along it at the
+    flattened position (each index range-checked on its own axis)."""
+    if any(k is None for k in key):
+        raise UnsupportedError(
+            f"indexing with both integer arrays and None (np.newaxis) is not supported inside "
+            f"@halojit.trace{format_loc(loc)}; index first, then add axes with "
+            "np.expand_dims or a reshape.")
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise ShapeError(f"an index can only have a single ellipsis ('...'){format_loc(loc)}.")
+    key = tuple(_index_node(ctx, k, "indexing", loc) if _is_array_index(k) else k for k in key)
+    n_real = sum(1 for k in key if k is not Ellipsis)
+    if n_real > x.ndim:
+        raise ShapeError(f"too many indices: array is {x.ndim}-dimensional, but {n_real} were "
+                         f"indexed{format_loc(loc)}.")
+    entries = []  # one per axis of x: a slice, an int or an index node
+    for k in key:
+        entries.extend([slice(None)] * (x.ndim - n_real) if k is Ellipsis else [k])
+    entries.extend([slice(None)] * (x.ndim - len(entries)))
+    adv = [ax for ax, k in enumerate(entries) if not isinstance(k, slice)]
+    r = getitem(x, tuple(k if isinstance(k, slice) else slice(None) for k in entries))
+    sizes = [r.shape[ax] for ax in adv]
+    first = adv[0]
+    if adv != list(range(first, first + len(adv))):  # not adjacent: result axes first
+        r = transpose(r, tuple(adv) + tuple(ax for ax in range(r.ndim) if ax not in adv))
+        first = 0
+    merged = reshape(r, r.shape[:first] + (int(np.prod(sizes)),) + r.shape[first + len(adv):])
+    flat = None
+    for ax, size in zip(adv, sizes):
+        pos = _position(ctx, entries[ax], size, ax, len(adv) == 1, loc)
+        flat = pos if flat is None else flat * size + pos
+    shape = broadcast_shapes([() if _is_int_index(entries[ax]) else entries[ax].shape
+                              for ax in adv], "indexing", loc)
+    flat = broadcast_to(_tr(ctx, flat, loc), shape)
+    return ctx.emit("take", [merged, flat], {"axis": first, "mode": "raise", "along": False}, loc)
+
+
+def _position(ctx, k, size: int, axis: int, alone: bool, loc):
+    """One advanced index entry's position along its axis (of ``size``),
+    range-checked: an int as an int, an index array as a traced array,
+    negative values wrapped unless the entry is the only one (the gather's
+    "raise" mode wraps those itself)."""
+    if _is_int_index(k):
+        if not -size <= int(k) < size:
+            raise IndexOutOfBoundsError(f"index {int(k)} is out of bounds for axis {axis} with "
+                                        f"size {size}{format_loc(loc)}.")
+        return int(k) % size
+    _check_indices(ctx, k, size, axis, loc)
+    t = TracedArray(k, ctx)
+    if alone:
+        return t
+    t = t.astype(np.int64)  # the flattened position may pass 2**31
+    return where(t < 0, t + size, t)
+
+
 def setitem(x, key, value):
     loc = user_loc()
     if x._is_input:
@@ -849,6 +915,133 @@ def setitem(x, key, value):
     raise UnsupportedError(
         f"item assignment on traced arrays is not supported{format_loc(loc)}; build the "
         "result with np.where, np.concatenate or np.pad instead.")
+
+
+# -- integer-array indexing (gathers) ----------------------------------------------------
+def _index_node(ctx, indices, fname, loc):
+    """``indices`` as an integer node: a traced array as it is, anything
+    else (a list, a numpy array, an int) as a constant."""
+    if isinstance(indices, TracedArray):
+        node = indices._node
+    else:
+        arr = np.asarray(indices)
+        if arr.dtype.kind == "f" and arr.size == 0:
+            arr = arr.astype(np.intp)  # numpy accepts an empty list as indices
+        node = ctx.constant(arr) if arr.dtype.kind in "iub" else None
+        if node is None:
+            raise DTypeError(f"{fname}: indices must be integers, got {arr.dtype}"
+                             f"{format_loc(loc)}.")
+    if node.dtype.kind == "b":
+        raise UnsupportedError(
+            f"{fname}: boolean mask indexing gives a result whose shape depends on the "
+            f"values, which a static trace cannot have{format_loc(loc)}; use "
+            "np.where(mask, x, fill) instead (np.where(mask, x, 0).sum() for a masked sum).")
+    if node.dtype.kind not in "iu":
+        raise DTypeError(f"{fname}: indices must be integers, got {node.dtype}{format_loc(loc)}.")
+    return node
+
+
+def _bounded_by(node, n: int) -> bool:
+    """Whether ``node``'s values are known to lie in [0, n): an argmax or
+    argmin over an axis no longer than n, seen through views."""
+    while node.op in ("reshape", "broadcast_to", "transpose", "slice"):
+        node = node.inputs[0]
+    if node.op in ("argmax", "argmin"):
+        (ax,) = node.params["axes"]
+        return node.inputs[0].shape[ax] <= n
+    return False
+
+
+def _raise_out_of_bounds(values, n: int, axis: int, loc):
+    if not values.size:
+        return
+    if values.dtype == np.uint64:  # numpy converts indices to intp: 2**64 - 1 is -1
+        values = values.astype(np.int64)
+    lo, hi = values.min(), values.max()
+    bad = lo if lo < -n else hi if hi >= n else None
+    if bad is not None:
+        raise IndexOutOfBoundsError(f"index {bad} is out of bounds for axis {axis} with size "
+                                    f"{n}{format_loc(loc)}.")
+
+
+def _check_indices(ctx, node, n: int, axis: int, loc):
+    """numpy's IndexError for indices outside [-n, n): now for constants,
+    before every call's kernels for anything else (ctx.checks), unless the
+    values are known to fit."""
+    if node.op == "constant":
+        _raise_out_of_bounds(node.params["value"].value, n, axis, loc)
+    elif not _bounded_by(node, n):
+        ctx.checks.append((node, lambda v: _raise_out_of_bounds(v, n, axis, loc)))
+
+
+def _take(ctx, x, index, axis, mode, loc, along=False):
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}"
+                         f"{format_loc(loc)}.")
+    if mode == "raise":
+        _check_indices(ctx, index, x.shape[axis], axis, loc)
+    return ctx.emit("take", [x, index], {"axis": axis, "mode": mode, "along": along}, loc)
+
+
+@implements(np.take)
+def take(a, indices, axis=None, out=None, mode="raise"):
+    _unsupported_kw("take", {"out": out})
+    loc = user_loc()
+    ctx = _ctx_of(a, indices)
+    a = _tr(ctx, a, loc)
+    index = _index_node(ctx, indices, "np.take", loc)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = normalize_axis(axis, a.ndim, "take", loc)
+    return _take(ctx, a, index, axis, mode, loc)
+
+
+@implements(np.take_along_axis)
+def take_along_axis(arr, indices, axis=-1):
+    loc = user_loc()
+    ctx = _ctx_of(arr, indices)
+    arr = _tr(ctx, arr, loc)
+    index = _index_node(ctx, indices, "np.take_along_axis", loc)
+    if axis is None:
+        if index.aval.ndim != 1:
+            raise ShapeError(f"take_along_axis: with axis=None the indices must be 1-D, got "
+                             f"{index.shape}{format_loc(loc)}.")
+        arr, axis = ravel(arr), 0
+    axis = normalize_axis(axis, arr.ndim, "take_along_axis", loc)
+    return _take(ctx, arr, index, axis, "raise", loc, along=True)
+
+
+@implements(np.repeat)
+def repeat(a, repeats, axis=None):
+    """A gather with a constant index vector: each position i appears
+    repeats[i] times (the output's length must be known while tracing)."""
+    loc = user_loc()
+    ctx = _ctx_of(a)
+    if isinstance(repeats, TracedArray):
+        raise UnsupportedError(f"np.repeat: repeats must be known while tracing (the output's "
+                               f"length depends on them){format_loc(loc)}; pass a Python int "
+                               "or a numpy array.")
+    a = _tr(ctx, a, loc)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = normalize_axis(axis, a.ndim, "repeat", loc)
+    reps = np.asarray(repeats)
+    if reps.dtype.kind not in "iu" and not (reps.dtype.kind == "b" or reps.size == 0):
+        raise TypeError(f"np.repeat: repeats must be integers, got {reps.dtype}{format_loc(loc)}.")
+    try:
+        index = np.repeat(np.arange(a.shape[axis], dtype=np.intp), reps.astype(np.intp))
+    except ValueError as e:  # negative counts, a length mismatch: numpy's message
+        raise ShapeError(f"np.repeat: {e}{format_loc(loc)}.") from None
+    n = a.shape[axis]
+    if reps.size == 1 or (n and (reps == reps.flat[0]).all()):
+        # every element r times: a broadcast along a new axis, merged back
+        # (a pure view, no index vector)
+        r = int(reps.flat[0]) if reps.size else 0
+        shape = a.shape[:axis + 1] + (1,) + a.shape[axis + 1:]
+        wide = broadcast_to(reshape(a, shape), shape[:axis + 1] + (r,) + shape[axis + 2:])
+        return reshape(wide, a.shape[:axis] + (n * r,) + a.shape[axis + 1:])
+    small = np.int32 if n < 2**31 else np.intp
+    return _take(ctx, a, ctx.constant(index.astype(small)), axis, "clip", loc)
 
 
 # -- linear algebra -------------------------------------------------------------------
@@ -888,7 +1081,6 @@ def matmul(a, b):
     try:
         in_dts = np.matmul.resolve_dtypes((a.dtype, b.dtype, None))[:2]
     except Exception as e:
-        from ..errors import DTypeError
         raise DTypeError(f"matmul: no loop for {a.dtype} and {b.dtype}{format_loc(loc)}: {e}") from None
     if in_dts[0] == in_dts[1] and in_dts[0] in (np.float32, np.float64) and \
             (a.ndim == 1 or b.ndim == 1) and a.shape[-1] == b.shape[max(0, b.ndim - 2)]:
@@ -1058,6 +1250,9 @@ def _install_methods():
     T.astype = lambda self, dtype, order="K", casting="unsafe", subok=True, copy=True: astype(self, dtype)
     T.clip = lambda self, min=None, max=None, out=None, **kw: clip(self, min, max, out, **kw)
     T.squeeze = lambda self, axis=None: squeeze(self, axis)
+    T.take = lambda self, indices, axis=None, out=None, mode="raise": take(
+        self, indices, axis, out, mode)
+    T.repeat = lambda self, repeats, axis=None: repeat(self, repeats, axis)
     T.flatten = lambda self, order="C": copy(reshape(self, (-1,), order))  # always a copy
     T.ravel = lambda self, order="C": reshape(self, (-1,), order)
     T.copy = lambda self, order="C": copy(self)

@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -78,7 +78,11 @@ class TraceContext:
         self.input_values: list[np.ndarray] = []  # concrete, when eager
         self.bindings: list[Binding] = []
         self.bound_ids: dict[int, Node] = {}
-        self.weak_checks: list[tuple[Node, np.dtype]] = []
+        # (value, check): ``check(value)`` raises numpy's error for this
+        # call's inputs before any kernel runs (a weak Python int that does
+        # not fit its dtype, an index array out of range); ``value`` is
+        # computed from the inputs with the numpy references
+        self.checks: list[tuple[Node, Callable]] = []
         self.values: dict[Node, np.ndarray] = {}
         self.value_branches = 0
         self.uses_exclude = False
@@ -190,7 +194,7 @@ class TraceContext:
                 value = node.params["value"].value
                 np.asarray(int(value), dtype=dtype)  # OverflowError, exactly as numpy
             else:  # a weak input, or Python arithmetic on weak inputs: checked per call
-                self.weak_checks.append((node, dtype))
+                self.checks.append((node, lambda v, dt=dtype: np.asarray(v.item(), dtype=dt)))
         if node.dtype == dtype and node.op == "constant":
             return self.constant(node.params["value"].value)
         return self.emit("astype", [node], {"dtype": dtype}, loc)._node

@@ -81,19 +81,17 @@ MOVEMENT = {
     "expand_squeeze": lambda x: np.squeeze(np.expand_dims(x, 0), 0) * x,
     "pad": lambda x: np.pad(x, 1) + 1,
     "int_index": lambda x: x[2] + x[-1, ::-1],
+    "gather_rows": lambda x: x[[0, 2, 5, -1]] * 2,
+    "gather_pairs": lambda x: x[np.arange(6), [3, 1, 0, 39, 2, 2]] + 1,
+    "take_wrap": lambda x: np.take(x, [41, -3], axis=1, mode="wrap"),
+    "take_along": lambda x: np.take_along_axis(x, np.argmax(x, 1, keepdims=True), 1),
+    "repeat": lambda x: np.repeat(x, [1, 0, 2, 1, 1, 3], axis=0),
 }
 
 
 @pytest.mark.parametrize("name", list(MOVEMENT))
 def test_movement_compiles_for_cuda(name):
     check_lowered(lower(MOVEMENT[name], _data("float32")), name)
-
-
-def test_fancy_indexing_is_not_traced():
-    """Advanced indexing is outside what halojit traces (any target): it
-    raises UnsupportedError at trace time, so it has no CUDA kernel to test."""
-    with pytest.raises(halojit.UnsupportedError, match="indexing"):
-        lower(lambda x: x[[0, 2, 5]] * 2, _data("float32"))
 
 
 LINALG = {
@@ -113,7 +111,10 @@ def test_matmul_einsum_compile_for_cuda(name):
     args = [_data("float32", s, seed=i) for i, s in enumerate(shapes)]
     lo = lower(fn, *args)
     check_lowered(lo, name)
-    assert any("matmul" in g.ops for g in lo.groups), lo
+    if name == "matvec":  # a product and a row sum: the GpuReduce template
+        _gpu_reduce(lo, name)
+    else:
+        assert any("matmul" in g.ops for g in lo.groups), lo
 
 
 WORKLOADS = {w.name: w for w in workloads("small")}

@@ -115,14 +115,14 @@ def test_np_asarray_of_a_traced_value_is_a_trace_error(opt_level):
     (lambda x: x.searchsorted(0.5), "ndarray.searchsorted"),
     (lambda x: x.argsort(), "ndarray.argsort"),
     (lambda x: np.where(x > 0), "np.where(cond) with one argument"),
-    (lambda x: x[x > 0], "indexing with TracedArray (advanced or boolean indexing)"),
-    (lambda x: x[[0, 2]], "indexing with list (advanced or boolean indexing)"),
+    (lambda x: x[x > 0], "boolean mask indexing"),
+    (lambda x: x[[0, 2], None], "indexing with both integer arrays and None"),
     (lambda x: np.pad(x, 1, mode="median"), "np.pad: mode='median'"),
     (lambda x: x.reshape((4, 3), order="F"), "reshape: order='F'"),
     (lambda x: np.sum(x, where=x > 0), "np.sum: argument where="),
     (lambda x: np.einsum("ii->i", x[:3, :3]), "np.einsum: repeated index"),
 ], ids=["svd", "sort", "nancumsum", "median", "unique", "accumulate", "outer", "m.searchsorted",
-        "m.argsort", "where1", "bool-index", "list-index", "pad-mode", "order-F", "where=",
+        "m.argsort", "where1", "bool-index", "list-none-index", "pad-mode", "order-F", "where=",
         "einsum-diag"])
 def test_unsupported_numpy_is_named(fn, name, opt_level):
     with pytest.raises(UnsupportedError) as info:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ShapeError, format_loc
+from ...errors import IndexOutOfBoundsError, ShapeError, format_loc
 from ..ir import AbstractArray
 from . import MOVEMENT, OpDef, register
 
@@ -125,3 +125,64 @@ def _pad_reference(arrays, params):
 
 
 register(OpDef("pad", MOVEMENT, _pad_infer, _pad_reference))
+
+
+# -- gathers ------------------------------------------------------------------------
+# ``take`` reads ``x`` at integer positions along one axis. Without
+# ``along`` (np.take), the index array's axes replace that axis:
+#     out[pre..., j..., post...] = x[pre..., index[j...], post...]
+# With ``along`` (np.take_along_axis), the index array has x's number of
+# axes and broadcasts against it everywhere but ``axis``:
+#     out[..., j, ...] = x[..., index[..., j, ...], ...]
+# ``mode`` is numpy's: "wrap" (modulo), "clip" (clamped; negative indices
+# read the first element), or "raise" (negative indices count from the end;
+# the tracer checks the range before any kernel runs, the kernel clamps).
+TAKE_MODES = ("raise", "wrap", "clip")
+
+
+def take_shape(x_shape, index_shape, axis: int, along: bool, loc=None) -> tuple:
+    if not along:
+        return tuple(x_shape[:axis]) + tuple(index_shape) + tuple(x_shape[axis + 1:])
+    if len(index_shape) != len(x_shape):
+        raise ShapeError(f"take_along_axis: the indices need the array's {len(x_shape)} "
+                         f"dimensions, got {len(index_shape)}{format_loc(loc)}.")
+    others = [(1 if k == axis else d) for k, d in enumerate(x_shape)]
+    iothers = [(1 if k == axis else d) for k, d in enumerate(index_shape)]
+    try:
+        shape = list(np.broadcast_shapes(tuple(others), tuple(iothers)))
+    except ValueError:
+        raise ShapeError(f"take_along_axis: indices of shape {tuple(index_shape)} do not "
+                         f"broadcast against an array of shape {tuple(x_shape)} outside "
+                         f"axis {axis}{format_loc(loc)}.") from None
+    shape[axis] = index_shape[axis]
+    return tuple(shape)
+
+
+def _take_infer(avals, params, loc=None):
+    x, index = avals
+    if index.dtype.kind not in "iu":
+        raise TypeError(f"take: indices must be integers, got {index.dtype}{format_loc(loc)}.")
+    axis = params["axis"]
+    if x.shape[axis] == 0 and index.size:
+        raise IndexOutOfBoundsError(f"take: cannot take elements from the empty axis {axis} "
+                                    f"of an array of shape {x.shape}{format_loc(loc)}.")
+    return AbstractArray(take_shape(x.shape, index.shape, axis, params["along"], loc), x.dtype)
+
+
+def _take_reference(arrays, params):
+    x, index = arrays
+    axis, mode = params["axis"], params["mode"]
+    n = x.shape[axis]
+    index = index.astype(np.int64)  # numpy's intp: a uint64 2**64 - 1 is -1
+    if mode == "wrap" and n:  # (np.take's own wrap loops once per n below 0)
+        index = index % n
+    elif mode == "clip":
+        index = np.clip(index, 0, n - 1)
+    if params["along"]:
+        shape = take_shape(x.shape, index.shape, axis, True)
+        bx = [d if k != axis else x.shape[axis] for k, d in enumerate(shape)]
+        return np.take_along_axis(np.broadcast_to(x, bx), np.broadcast_to(index, shape), axis)
+    return np.take(x, index, axis=axis)
+
+
+register(OpDef("take", MOVEMENT, _take_infer, _take_reference))
