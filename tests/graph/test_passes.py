@@ -173,6 +173,52 @@ def test_simplify_power_two_is_square():
     assert_bit_exact(g, s, [SPECIAL_F32])
 
 
+STACKED = {
+    "sum0": lambda a, b, c: np.stack([a, b, c]).sum(0),
+    "mean1": lambda a, b, c: np.stack([a, b, c], axis=1).mean(axis=1),
+    "prod-last": lambda a, b, c: np.stack([a, b, c], axis=-1).prod(-1),
+    "sum0-keepdims": lambda a, b, c: np.stack([a, b, c]).sum(0, keepdims=True),
+}
+
+
+def _slabs(dtype, seed=3):
+    """Three (5, 7) arrays; float ones carry NaN, +-inf and +-0.0."""
+    rng = np.random.default_rng(seed)
+    slabs = [(rng.standard_normal((5, 7)) * 40).astype(dtype) for _ in range(3)]
+    if np.dtype(dtype).kind == "f":
+        slabs[1].flat[:12] = SPECIAL_F32.reshape(-1)
+    return slabs
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int8", "uint16", "bool"])
+@pytest.mark.parametrize("name", sorted(STACKED))
+def test_stacked_reduction_is_an_elementwise_chain_in_numpys_order(name, dtype):
+    """np.stack([a, b, c]).sum(0) is a + b + c in the sum's dtype: numpy adds
+    the slabs in that order, so the chain is bit-exact, compiled too."""
+    fn, args = STACKED[name], _slabs(dtype)
+    g = traced_graph(fn, *args)
+    s = eliminate_dead_code(simplify(fold_constants(g)))
+    if dtype == "float16" and name != "mean1":  # numpy sums float16 in float32: kept
+        assert {"sum", "prod"} & set(ops(s))
+        return
+    assert "concatenate" not in ops(s) and not {"sum", "prod"} & set(ops(s))
+    with np.errstate(all="ignore"):
+        assert_bit_exact(g, s, args)
+        want = fn(*args)
+        got = halojit.trace(fn)(*args)
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_stacked_reduction_left_alone_where_numpy_sums_pairwise():
+    """Along a last axis of 8 or more numpy sums pairwise: not a chain."""
+    xs = [np.full((4, 3), i, np.float32) for i in range(9)]
+    g = traced_graph(lambda *xs: np.stack(xs, axis=-1).sum(-1), *xs)
+    assert "sum" in ops(simplify(g))
+    g2 = traced_graph(lambda *xs: np.stack(xs).sum(0), *xs)
+    assert "sum" not in ops(eliminate_dead_code(simplify(g2)))
+
+
 # -- CSE and DCE -----------------------------------------------------------------------------------
 def test_cse_merges_duplicates():
     two = np.float32(2)
