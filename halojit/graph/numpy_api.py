@@ -1028,18 +1028,20 @@ def repeat(a, repeats, axis=None):
     reps = np.asarray(repeats)
     if reps.dtype.kind not in "iu" and not (reps.dtype.kind == "b" or reps.size == 0):
         raise TypeError(f"np.repeat: repeats must be integers, got {reps.dtype}{format_loc(loc)}.")
-    try:
-        index = np.repeat(np.arange(a.shape[axis], dtype=np.intp), reps.astype(np.intp))
-    except ValueError as e:  # negative counts, a length mismatch: numpy's message
-        raise ShapeError(f"np.repeat: {e}{format_loc(loc)}.") from None
     n = a.shape[axis]
-    if reps.size == 1 or (n and (reps == reps.flat[0]).all()):
+    if reps.size == 1:
         # every element r times: a broadcast along a new axis, merged back
-        # (a pure view, no index vector)
-        r = int(reps.flat[0]) if reps.size else 0
+        # (a view, no index vector)
+        r = int(reps.reshape(-1)[0])
+        if r < 0:
+            raise ShapeError(f"np.repeat: negative dimensions are not allowed{format_loc(loc)}.")
         shape = a.shape[:axis + 1] + (1,) + a.shape[axis + 1:]
         wide = broadcast_to(reshape(a, shape), shape[:axis + 1] + (r,) + shape[axis + 2:])
         return reshape(wide, a.shape[:axis] + (n * r,) + a.shape[axis + 1:])
+    try:
+        index = np.repeat(np.arange(n, dtype=np.intp), reps.astype(np.intp))
+    except ValueError as e:  # negative counts, a length mismatch: numpy's message
+        raise ShapeError(f"np.repeat: {e}{format_loc(loc)}.") from None
     small = np.int32 if n < 2**31 else np.intp
     return _take(ctx, a, ctx.constant(index.astype(small)), axis, "clip", loc)
 

@@ -165,6 +165,8 @@ def test_errors_at_trace_time():
         halojit.trace(lambda x, r: np.repeat(x, r))(X, np.array(2))
     with pytest.raises(halojit.ShapeError, match="repeat"):
         halojit.trace(lambda x: np.repeat(x, [1, 2], axis=0))(X)
+    with pytest.raises(halojit.ShapeError, match="negative"):
+        halojit.trace(lambda x: np.repeat(x, -1))(X)
     with pytest.raises(halojit.ShapeError, match="3 dimensions"):
         halojit.trace(lambda x, i: np.take_along_axis(x, i, 1))(X, I)
     with pytest.raises(ValueError, match="mode"):
