@@ -781,6 +781,24 @@ def _is_int_index(k):
     return isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))
 
 
+def _expand_key(key, ndim: int, loc) -> list:
+    """``key`` with its ``...`` (or the axes it leaves out at the end) as
+    full slices: one entry per axis of the array, plus any Nones."""
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise ShapeError(f"an index can only have a single ellipsis ('...'){format_loc(loc)}.")
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if n_real > ndim:
+        raise ShapeError(f"too many indices: array is {ndim}-dimensional, but {n_real} were "
+                         f"indexed{format_loc(loc)}.")
+    rest = [slice(None)] * (ndim - n_real)
+    expanded = []
+    for k in key:
+        expanded.extend(rest if k is Ellipsis else [k])
+    if not any(k is Ellipsis for k in key):
+        expanded.extend(rest)
+    return expanded
+
+
 def getitem(x, key):
     loc = user_loc()
     ctx = x._ctx
@@ -796,23 +814,9 @@ def getitem(x, key):
             raise UnsupportedError(
                 f"indexing with {type(k).__name__} is not supported inside @halojit.trace"
                 f"{format_loc(loc)}; use slices, ints, None, ..., and integer arrays.")
-    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
-    if sum(1 for k in key if k is Ellipsis) > 1:
-        raise ShapeError(f"an index can only have a single ellipsis ('...'){format_loc(loc)}.")
-    if n_real > x.ndim:
-        raise ShapeError(f"too many indices: array is {x.ndim}-dimensional, but {n_real} were "
-                         f"indexed{format_loc(loc)}.")
-    expanded = []
-    for k in key:
-        if k is Ellipsis:
-            expanded.extend([slice(None)] * (x.ndim - n_real))
-        else:
-            expanded.append(k)
-    if Ellipsis not in key:
-        expanded.extend([slice(None)] * (x.ndim - n_real))
     starts, steps, sizes, out_shape = [], [], [], []
     axis = 0
-    for k in expanded:
+    for k in _expand_key(key, x.ndim, loc):
         if k is None:
             out_shape.append(1)
             continue
@@ -858,17 +862,8 @@ def _advanced_getitem(ctx, x, key, loc):
             f"indexing with both integer arrays and None (np.newaxis) is not supported inside "
             f"@halojit.trace{format_loc(loc)}; index first, then add axes with "
             "np.expand_dims or a reshape.")
-    if sum(1 for k in key if k is Ellipsis) > 1:
-        raise ShapeError(f"an index can only have a single ellipsis ('...'){format_loc(loc)}.")
     key = tuple(_index_node(ctx, k, "indexing", loc) if _is_array_index(k) else k for k in key)
-    n_real = sum(1 for k in key if k is not Ellipsis)
-    if n_real > x.ndim:
-        raise ShapeError(f"too many indices: array is {x.ndim}-dimensional, but {n_real} were "
-                         f"indexed{format_loc(loc)}.")
-    entries = []  # one per axis of x: a slice, an int or an index node
-    for k in key:
-        entries.extend([slice(None)] * (x.ndim - n_real) if k is Ellipsis else [k])
-    entries.extend([slice(None)] * (x.ndim - len(entries)))
+    entries = _expand_key(key, x.ndim, loc)  # per axis of x: a slice, an int or an index node
     adv = [ax for ax, k in enumerate(entries) if not isinstance(k, slice)]
     r = getitem(x, tuple(k if isinstance(k, slice) else slice(None) for k in entries))
     sizes = [r.shape[ax] for ax in adv]

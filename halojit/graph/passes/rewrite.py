@@ -4,6 +4,7 @@ exact in IEEE and two's-complement arithmetic, CSE and dead-code elimination.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -125,27 +126,29 @@ def fold_stacked_reduction(n: Node) -> Node | None:
     if any(p.shape[k] != 1 for p in parts) or (
             k == src.aval.ndim - 1 and len(parts) >= PAIRWISE_FROM):
         return None
-
-    def node(op, inputs, aval, params=None):
-        return Node(op, inputs, params or {}, aval, n.loc)
     terms = []
     for p in parts:
         if p.op == "reshape" and p.inputs[0].shape == n.shape:  # the stack's expand_dims
             p = p.inputs[0]
         if p.shape != n.shape:
-            p = node("reshape", (p,), AbstractArray(n.shape, p.dtype), {"shape": n.shape})
+            p = _derived(n, "reshape", (p,), AbstractArray(n.shape, p.dtype), {"shape": n.shape})
         if p.dtype != n.dtype:
-            p = node("astype", (p,), AbstractArray(n.shape, n.dtype), {"dtype": n.dtype})
+            p = _derived(n, "astype", (p,), AbstractArray(n.shape, n.dtype), {"dtype": n.dtype})
         terms.append(p)
     out = terms[0]
     for t in terms[1:]:
-        out = node(STACK_FOLDS[n.op], (out, t), n.aval)
+        out = _derived(n, STACK_FOLDS[n.op], (out, t), n.aval)
     return out
 
 
 # numpy's float power loop computes these scalar exponents with the matching
 # ufunc, bit for bit (x ** 0.5 is sqrt: -0.0 stays -0.0, -inf gives NaN).
 _FLOAT_POWER_UFUNC = {0.5: "sqrt", -1.0: "reciprocal", 1.0: "positive", 2.0: "square"}
+
+
+def _derived(n: Node, op: str, inputs, aval: AbstractArray, params=None) -> Node:
+    """A node that a rewrite of ``n`` builds, at ``n``'s source location."""
+    return Node(op, tuple(inputs), params or {}, aval, n.loc)
 
 
 def rewrite_power(n: Node) -> Node | None:
@@ -158,9 +161,7 @@ def rewrite_power(n: Node) -> Node | None:
     if c is None or c.ndim != 0 or x.aval != n.aval or x.aval.weak:
         return None
     c = c.item()
-
-    def node(op, inputs, aval, params=None):
-        return Node(op, inputs, params or {}, aval, n.loc)
+    node = partial(_derived, n)
     if n.dtype.kind == "f":
         if c in _FLOAT_POWER_UFUNC:
             return node(_FLOAT_POWER_UFUNC[c], (x,), n.aval)
