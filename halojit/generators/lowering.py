@@ -68,6 +68,9 @@ class Stage:
     # colpart only: the update's loops innermost first, in the input's memory
     # order (kept Vars and reduced RVars interleaved), then the chunk Var
     loop_order: tuple = ()
+    # sortnet / sorted only: the numpy axis sorted along (a sortnet's rdom is
+    # the list of its updates' RDoms, one per comparator step)
+    axis: int = -1
 
 
 # Ops that recompute in one vector instruction (no float16 rounding), and how
@@ -559,6 +562,100 @@ def lower_scan(lw: Lowerer, node: Node, operands) -> Lazy:
     return func_lazy(f, node.shape, dt)
 
 
+def sort_steps(n: int) -> list[tuple[int, int]]:
+    """The comparator steps of a bitonic sorting network over n elements,
+    as (block, distance): ``(b, 0)`` compares element i with its mirror in
+    its block of b (i's partner is base + b - 1 - (i - base)), ``(0, d)``
+    with i + d or i - d (by the parity of i // d). The lower index takes the
+    minimum in every comparator, so padding to a power of two with +inf at
+    the end changes nothing: comparators with a partner past n are left
+    out instead (the element keeps its value)."""
+    steps, block = [], 2
+    while block // 2 < n:
+        steps.append((block, 0))
+        d = block // 4
+        while d >= 1:
+            steps.append((0, d))
+            d //= 2
+        block *= 2
+    return steps
+
+
+def _sort_key(e, dt):
+    """An integer key whose order is numpy's sort order of the values: a
+    float's bits with the magnitude flipped below zero (-0.0 just below
+    +0.0), every NaN above +inf; a bool as uint8; integers as they are."""
+    t = e.type()
+    if dt.kind == "b":
+        return hl.cast(hl.UInt(8), e)
+    if not t.is_float():
+        return e
+    it = hl.Int(t.bits())
+    b = hl.reinterpret(it, e)
+    k = b ^ ((b >> (t.bits() - 1)) & it.max())
+    return hl.select(hl.is_nan(e), it.max(), k)
+
+
+def _sort_value(k, dt, t):
+    """The value of a key (_sort_key's inverse; NaN comes back as one NaN)."""
+    if dt.kind == "b":
+        return k != 0
+    if not t.is_float():
+        return k
+    return hl.reinterpret(t, k ^ ((k >> (t.bits() - 1)) & k.type().max()))
+
+
+def lower_sort(lw: Lowerer, node: Node, operands) -> Lazy:
+    """np.sort along one axis: a bitonic network (sort_steps) over integer
+    keys (_sort_key), so every comparator is an integer min and max and
+    NaN sorts last as in numpy. One Func ``net`` holds the keys twice (a
+    last Var ``slot``): step s reads slot s % 2 and writes the other, an
+    update over an RDom along the axis (Halide refuses a pure Var read at
+    another place of the Func it defines), so the network is one buffer
+    whatever its length. ``sorted`` is the values of the final slot."""
+    (x,) = operands
+    axis, dt = node.params["axis"], node.dtype
+    n = x.shape[axis]
+    steps = sort_steps(n)
+    if not steps:
+        return x
+    t = H.compute_type(dt)
+    vs = lw.vars(len(x.shape))
+    slot = hl.Var("slot")
+    net = hl.Func(lw.fresh("sortnet"))
+
+    def ref(idx, k):
+        return net[tuple(reversed(idx)) + (k,)]
+    # slot 1 is written by the first step before any read: zeros, so that
+    # the keys are computed once (the template unrolls the slot loop)
+    key = _sort_key(x.at(vs), dt)
+    net[tuple(reversed(vs)) + (slot,)] = hl.select(slot == 0, key, hl.cast(key.type(), 0))
+    rdoms = []
+    for s, (block, d) in enumerate(steps):
+        r = hl.RDom([hl.Range(0, n)])
+        rdoms.append(r)
+        i = hl.Expr(r.x)
+        if block:
+            partner = 2 * ((i / block) * block) + (block - 1) - i
+            lower = i % block < block // 2
+        else:
+            lower = (i / d) % 2 == 0
+            partner = hl.select(lower, i + d, i - d)
+        at = [i if a == axis else v for a, v in enumerate(vs)]
+        there = [hl.clamp(partner, 0, n - 1) if a == axis else v for a, v in enumerate(vs)]
+        mine, theirs = hl.Expr(ref(at, s % 2)), hl.Expr(ref(there, s % 2))
+        e = hl.select(lower, hl.min(mine, theirs), hl.max(mine, theirs))
+        if n & (n - 1):  # not a power of two: partners past the end
+            e = hl.select(partner < n, e, mine)
+        net[tuple(reversed(at)) + ((s + 1) % 2,)] = e
+    final = len(steps) % 2
+    out = hl.Func(lw.fresh("sorted"))
+    out[tuple(reversed(vs))] = _sort_value(hl.Expr(ref(vs, final)), dt, t)
+    lw.stages.append(Stage("sortnet", net, tuple(x.shape), rdoms, axis=axis))
+    lw.stages.append(Stage("sorted", out, tuple(x.shape), axis=axis))
+    return func_lazy(out, node.shape, dt)
+
+
 # -- movement -----------------------------------------------------------------------------
 def _reshape_groups(src, dst):
     """Pair runs of non-unit dims with equal products: [(src axes, dst axes)].
@@ -864,7 +961,7 @@ LOWER = {
     "sum": lower_reduce, "prod": lower_reduce, "max": lower_reduce, "min": lower_reduce,
     "any": lower_reduce, "all": lower_reduce,
     "argmax": lower_argreduce, "argmin": lower_argreduce,
-    "cumsum": lower_scan, "cumprod": lower_scan,
+    "cumsum": lower_scan, "cumprod": lower_scan, "sort": lower_sort,
     "reshape": lower_reshape, "transpose": lower_transpose, "broadcast_to": lower_broadcast,
     "slice": lower_slice, "concatenate": lower_concatenate, "pad": lower_pad,
     "take": lower_take, "matmul": lower_matmul,

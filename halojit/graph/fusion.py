@@ -3,7 +3,8 @@
 Greedy, in topological order: a node joins the groups of its producers when
 its trait allows (elementwise, movement and reductions fuse with anything
 fusible; a matmul starts its own group and takes elementwise consumers as its
-epilogue) and the merge creates no cycle between groups and keeps the group
+epilogue; a sort shares its group with no other op that loops along an axis,
+so that the Sort template schedules it) and the merge creates no cycle between groups and keeps the group
 under ``MAX_INPUTS`` external inputs. Scalar constants are inlined; larger
 constants become kernel inputs.
 """
@@ -13,11 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .ir import AbstractArray, Graph, Node, make_graph
-from .ops import ELEMENTWISE, LINALG, MOVEMENT, REDUCTION, REGISTRY, SCAN
+from .ops import ELEMENTWISE, LINALG, MOVEMENT, REDUCTION, REGISTRY, SCAN, SORT
 
 MAX_INPUTS = 16
-FUSIBLE = (ELEMENTWISE, MOVEMENT, REDUCTION, SCAN)
-ALONG_AXIS = (REDUCTION, SCAN)  # loops over an axis: never a matmul's prologue or epilogue
+FUSIBLE = (ELEMENTWISE, MOVEMENT, REDUCTION, SCAN, SORT)
+# loops over an axis: never a matmul's prologue or epilogue
+ALONG_AXIS = (REDUCTION, SCAN, SORT)
 VIEWS = ("transpose", "reshape")  # a matmul reads these of its operands in place
 
 
@@ -45,6 +47,8 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
     group_of: dict[Node, Group] = {}
     anc: dict[Group, set] = {}  # groups each group depends on, transitively
     order: list[Group] = []
+    # per group: how many of its nodes loop along an axis, and whether one sorts
+    along: dict[Group, tuple[int, bool]] = {}
 
     def external_inputs(nodes):
         members = set(nodes)
@@ -86,6 +90,7 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
         if not is_compute(n):
             continue
         trait = REGISTRY[n.op].trait
+        n_along = (int(trait in ALONG_AXIS), trait == SORT)
         producers = []
         for i in n.inputs:
             g = group_of.get(i)
@@ -119,6 +124,9 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
                 # matmul's scores) would pull the reduction into the matmul's
                 # group, which then fits no template
                 continue
+            loops = n_along[0] + sum(along[g][0] for g in subset)
+            if loops > 1 and (n_along[1] or any(along[g][1] for g in subset)):
+                continue  # a sort beside another axis loop: no template fits
             s = set(subset)
             outside = (deps_all | set().union(*(anc[g] for g in subset))) - s
             if any(anc[h] & s for h in outside):
@@ -130,6 +138,7 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
             break
         if merged is None:
             g = Group("linalg" if trait == LINALG else "fused", [n])
+            along[g] = n_along
             order.append(g)
             anc[g] = set(deps_all)
             group_of[n] = g
@@ -146,6 +155,8 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
                     group_of[m] = target
         target.nodes.append(n)
         group_of[n] = target
+        along[target] = (n_along[0] + sum(along[g][0] for g in merged),
+                         n_along[1] or any(along[g][1] for g in merged))
         if trait == LINALG:
             target.kind = "linalg"
         order = [g for g in order if g not in s or g is target]

@@ -239,6 +239,143 @@ cumsum = implements(np.cumsum)(_scan("cumsum"))
 cumprod = implements(np.cumprod)(_scan("cumprod"))
 
 
+# -- sorting and order statistics ------------------------------------------------------
+_SORT_KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
+
+
+@implements(np.sort)
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """np.sort: every kind gives the same values, NaN last (a bitonic
+    network, lowering.lower_sort). -0.0 sorts before +0.0, where numpy
+    leaves equal zeros in an order of its algorithm's choosing."""
+    loc = user_loc()
+    if order is not None:
+        raise UnsupportedError(f"np.sort: order= sorts structured arrays, which halojit does "
+                               f"not trace{format_loc(loc)}.")
+    if kind not in _SORT_KINDS:
+        raise ValueError(f"np.sort: kind must be one of {_SORT_KINDS[1:]}, got {kind!r}.")
+    ctx = _ctx_of(a)
+    a = _tr(ctx, a, loc)
+    if axis is None:  # numpy sorts the flattened array
+        a, axis = reshape(a, (-1,)), 0
+    if a.dtype.kind not in "biuf":
+        raise UnsupportedError(f"np.sort: {a.dtype} arrays are not supported{format_loc(loc)}; "
+                               "expected bool, integer or float.")
+    if a.ndim == 0:
+        raise ShapeError(f"np.sort: axis {axis} is out of bounds for a 0-d array"
+                         f"{format_loc(loc)}; expected an array of at least 1 dimension.")
+    ax = normalize_axis(axis, a.ndim, "sort", loc)
+    return ctx.emit("sort", [a._node], {"axis": ax}, loc)
+
+
+def _along_last(ctx, a, axis, fname, loc):
+    """``a`` with the ``axis`` (None: all; an int or a tuple) merged into one
+    last axis, as numpy's median and quantile reduce several axes; and the
+    shape keepdims gives."""
+    a = _tr(ctx, a, loc)
+    axes = normalize_axes(axis, a.ndim, fname, loc)
+    kept = [d for d in range(a.ndim) if d not in axes]
+    keep_shape = tuple(1 if d in axes else n for d, n in enumerate(a.shape))
+    moved = transpose(a, kept + list(axes)) if a.ndim else a
+    merged = reshape(moved, tuple(a.shape[d] for d in kept) + (_count(a.shape, axes),))
+    return merged, keep_shape
+
+
+@implements(np.median)
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """np.median as numpy computes it: the middle of the sorted values, the
+    mean of the two middle ones for an even count (in mean's dtype: float64
+    for integers, float16 through float32), NaN where the values hold one."""
+    _unsupported_kw("median", {"out": out})
+    loc = user_loc()
+    ctx = _ctx_of(a)
+    s, keep_shape = _along_last(ctx, a, axis, "median", loc)
+    n = s.shape[-1]
+    s = sort(s, axis=-1)
+    acc = np.dtype(np.float64) if s.dtype.kind in "biu" else (
+        np.dtype(np.float32) if s.dtype == np.float16 else s.dtype)
+    if n == 0:  # numpy: the mean of nothing
+        r = reduction("mean", s, -1)
+    else:
+        mid = s[..., n // 2].astype(acc)
+        r = (s[..., n // 2 - 1].astype(acc) + mid) / 2 if n % 2 == 0 else mid
+        r = r.astype(np.float16 if s.dtype == np.float16 else acc)
+        if s.dtype.kind == "f":
+            last = s[..., n - 1]
+            r = where(np.isnan(last), last.astype(r.dtype), r)
+    return reshape(r, keep_shape) if keepdims else r
+
+
+def _quantile(fname, a, q, axis, method, keepdims, weights, scale):
+    """np.quantile / np.percentile with numpy's own index and weight
+    arithmetic (its private helpers, run at trace time on the static
+    count and q) and numpy's interpolation written with traced ops, so
+    every method gives numpy's values and dtypes."""
+    loc = user_loc()
+    if weights is not None:
+        raise UnsupportedError(f"np.{fname}: weights= is not supported inside @halojit.trace"
+                               f"{format_loc(loc)}.")
+    if isinstance(q, TracedArray):
+        raise UnsupportedError(
+            f"np.{fname}: q must be known while tracing (a number or a numpy array), got a "
+            f"traced array{format_loc(loc)}; pass q as a static argument.")
+    try:
+        from numpy.lib import _function_base_impl as impl
+        props = impl._QuantileMethods
+    except (ImportError, AttributeError):  # pragma: no cover - numpy's layout moved
+        raise UnsupportedError(f"np.{fname} needs numpy 2's quantile helpers; this numpy "
+                               f"{np.__version__} has none.") from None
+    weak_q = type(q) in (int, float)
+    qa = np.true_divide(q, 100) if scale == 100 else np.asanyarray(q)
+    if qa.ndim > 1:
+        raise ValueError("q must be a scalar or 1d")
+    if not impl._quantile_is_valid(qa):
+        lo, hi = (0, 100) if scale == 100 else (0, 1)
+        raise ValueError(f"{'Percentiles' if scale == 100 else 'Quantiles'} must be in the "
+                         f"range [{lo}, {hi}]")
+    if method not in props:
+        raise ValueError(f"{method!r} is not a valid method. Use one of: {props.keys()}")
+    ctx = _ctx_of(a)
+    s, keep_shape = _along_last(ctx, a, axis, fname, loc)
+    n = s.shape[-1]
+    if n == 0:
+        raise IndexOutOfBoundsError(f"np.{fname}: the values along axis {axis} are empty"
+                                    f"{format_loc(loc)}; expected at least one.")
+    s = moveaxis(sort(s, axis=-1), -1, 0)
+    m = props[method]
+    vi = np.asanyarray(m["get_virtual_index"](n, qa))
+    nans = s.dtype.kind == "f"
+    if m["fix_gamma"] is None or (method == "linear" and vi.dtype.kind in "iu"):
+        r = take(s, vi, axis=0)
+    else:
+        prev, nxt = impl._get_indexes(np.empty(0, s.dtype), vi, n)
+        before, after = take(s, prev, axis=0), take(s, nxt, axis=0)
+        gamma = impl._get_gamma(vi, prev, m)
+        gamma = float(gamma) if weak_q else gamma.reshape(vi.shape + (1,) * (s.ndim - 1))
+        diff = after - before
+        lerp = before + diff * gamma
+        high = np.asarray(gamma) >= 0.5
+        r = where(high, (after - diff * (1 - gamma)).astype(lerp.dtype), lerp)
+    if nans:
+        last = s[n - 1]
+        r = where(np.isnan(last), last.astype(r.dtype), r)
+    return reshape(r, qa.shape + keep_shape) if keepdims else r
+
+
+@implements(np.quantile)
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, *, weights=None, interpolation=None):
+    _unsupported_kw("quantile", {"out": out, "interpolation": interpolation})
+    return _quantile("quantile", a, q, axis, method, keepdims, weights, 1)
+
+
+@implements(np.percentile)
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, weights=None, interpolation=None):
+    _unsupported_kw("percentile", {"out": out, "interpolation": interpolation})
+    return _quantile("percentile", a, q, axis, method, keepdims, weights, 100)
+
+
 # -- elementwise functions ----------------------------------------------------------
 @implements(np.where)
 def where(cond, x=None, y=None):
@@ -1257,6 +1394,11 @@ def _install_methods():
     T.dot = lambda self, b, out=None: dot(self, b, out)
     T.round = lambda self, decimals=0, out=None: round_(self, decimals, out)
     T.__getitem__ = getitem
+
+    def sort_in_place(self, axis=-1, kind=None, order=None, *, stable=None):
+        self._check_writable("`x.sort()`")
+        self._assign(sort(self, axis, kind, order, stable=stable), "`x.sort()`")
+    T.sort = sort_in_place
     T.__matmul__ = lambda self, other: matmul(self, other)
     T.__rmatmul__ = lambda self, other: matmul(other, self)
 

@@ -17,6 +17,7 @@ from ..errors import HalojitError
 from ..graph.ops.reduce import SCANS
 from .col_reduce import COL_REDUCE, apply_col_reduce, col_reduce_fits
 from .full_reduce import FULL_REDUCE, apply_full_reduce, full_reduce_fits
+from .sort import SORT, apply_sort, sort_fits
 from .transpose import TRANSPOSE, apply_transpose, tile_blocks, transpose_fits
 
 # name -> (defaults, doc)
@@ -41,6 +42,7 @@ TEMPLATES = {
     "FullReduce": FULL_REDUCE,
     "ColReduce": COL_REDUCE,
     "Transpose": TRANSPOSE,
+    "Sort": SORT,
 }
 
 
@@ -62,7 +64,7 @@ def row_reduce_fits(graph) -> bool:
         return False
     found = False
     for node in graph.nodes:
-        if node.op == "matmul" or node.op in SCANS:
+        if node.op in ("matmul", "sort") or node.op in SCANS:
             return False
         if node.op in REDUCTIONS:
             found = True
@@ -111,7 +113,8 @@ def stencil_fits(graph) -> bool:
     out = graph.outputs[0].aval
     if out.ndim != 2 or min(out.shape) <= 1:
         return False
-    if any(n.op == "matmul" or n.op in SCANS or n.op in REDUCTIONS for n in graph.nodes):
+    if any(n.op in ("matmul", "sort") or n.op in SCANS or n.op in REDUCTIONS
+           for n in graph.nodes):
         return False
     return sliced_reads(graph) >= 2
 
@@ -576,6 +579,7 @@ _APPLY = {
     "ColReduce": (col_reduce_fits, apply_col_reduce),
     "Elementwise": (elementwise_fits, apply_elementwise),
     "Transpose": (transpose_fits, apply_transpose),
+    "Sort": (sort_fits, apply_sort),
 }
 
 

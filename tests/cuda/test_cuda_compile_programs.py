@@ -146,3 +146,17 @@ def test_softmax_is_one_kernel_launch():
     (g,) = lower(w.fn, *w.inputs()).groups
     assert entries(g.ptx) == 1, f"softmax launches {entries(g.ptx)} kernels:\n{g.schedule}"
     assert g.scheduler == "GpuReduce;rows_per_block=8;threads_x=32", g.scheduler
+
+
+SORTS = {
+    "sort rows": lambda x: np.sort(x, axis=1),
+    "sort axis0": lambda x: np.sort(x, axis=0),
+    "median": lambda x: np.median(x, axis=1),
+    "percentile": lambda x: np.percentile(x, [10, 90], axis=0),
+}
+
+
+@pytest.mark.parametrize("name", list(SORTS))
+def test_sorts_compile_for_cuda(name):
+    """Sorting networks (no GPU template yet: Anderson2021 schedules them)."""
+    check_lowered(lower(SORTS[name], _data("float32")), name)

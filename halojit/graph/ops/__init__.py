@@ -19,6 +19,7 @@ from ..ir import AbstractArray
 ELEMENTWISE = "elementwise"
 REDUCTION = "reduction"
 SCAN = "scan"  # cumsum, cumprod: serial along one axis, same shape out
+SORT = "sort"  # a comparator network along one axis, same shape out
 MOVEMENT = "movement"
 LINALG = "linalg"
 OPAQUE = "opaque"

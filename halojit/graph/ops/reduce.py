@@ -1,8 +1,11 @@
 """Reductions: sum, prod, max, min, any, all (over ``axes``) and argmax,
-argmin (over one axis); and the scans cumsum, cumprod (along one ``axis``,
-same shape out), which fuse as reductions do. A scan runs serially along its
-axis, which no template's loops allow: every template's fits refuses them,
-so their groups take Adams2019.
+argmin (over one axis); the scans cumsum, cumprod (along one ``axis``,
+same shape out), which fuse as reductions do; and ``sort`` (along one
+``axis``, same shape out). A scan runs serially along its axis, which no
+template's loops allow: every template's fits refuses them, so their groups
+take Adams2019. A sort is a comparator network (lowering.lower_sort) that
+shares a group with elementwise and movement ops only (fusion.py), which
+the Sort template schedules (schedules/sort.py).
 
 The tracer casts the operand to the accumulation dtype numpy would use
 (``sum`` of int8 is int64, ``any`` works on bool), so a reduction's output
@@ -16,7 +19,7 @@ import numpy as np
 
 from ...errors import ShapeError, format_loc
 from ..ir import AbstractArray
-from . import REDUCTION, SCAN, OpDef, register
+from . import REDUCTION, SCAN, SORT, OpDef, register
 
 REDUCERS = {
     "sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
@@ -94,3 +97,12 @@ def _scan_reference(name):
 
 for _name in SCANS:
     register(OpDef(_name, SCAN, _scan_infer, _scan_reference(_name)))
+
+
+def _sort_reference(arrays, params):
+    (a,) = arrays
+    return np.sort(a, axis=params["axis"])
+
+
+# same shape and dtype out, as a scan
+register(OpDef("sort", SORT, _scan_infer, _sort_reference))
