@@ -606,30 +606,43 @@ def _sort_value(k, dt, t):
 
 
 def lower_sort(lw: Lowerer, node: Node, operands) -> Lazy:
-    """np.sort along one axis: a bitonic network (sort_steps) over integer
-    keys (_sort_key), so every comparator is an integer min and max and
-    NaN sorts last as in numpy. One Func ``net`` holds the keys twice (a
-    last Var ``slot``): step s reads slot s % 2 and writes the other, an
-    update over an RDom along the axis (Halide refuses a pure Var read at
-    another place of the Func it defines), so the network is one buffer
-    whatever its length. ``sorted`` is the values of the final slot."""
+    """np.sort / np.argsort along one axis: a bitonic network (sort_steps)
+    over integer keys (_sort_key), so that NaN sorts last as in numpy. One
+    Func ``net`` holds the network twice (a last Var ``slot``): step s
+    reads slot s % 2 and writes the other, an update over an RDom along the
+    axis (Halide refuses a pure Var read at another place of the Func it
+    defines), so the network is one buffer whatever its length. ``sorted``
+    reads the final slot.
+
+    A sort's comparators are an integer min and max. An argsort's network
+    carries (key, position) pairs and orders equal keys by position: the
+    stable order (numpy's kind="stable"), with -0.0 equal to +0.0."""
     (x,) = operands
     axis, dt = node.params["axis"], node.dtype
+    indices = node.op == "argsort"
     n = x.shape[axis]
     steps = sort_steps(n)
     if not steps:
-        return x
-    t = H.compute_type(dt)
+        return Lazy(node.shape, node.dtype, lambda idx: hl.i64(0)) if indices else x
     vs = lw.vars(len(x.shape))
     slot = hl.Var("slot")
     net = hl.Func(lw.fresh("sortnet"))
 
     def ref(idx, k):
-        return net[tuple(reversed(idx)) + (k,)]
+        e = net[tuple(reversed(idx)) + (k,)]
+        return (hl.Expr(e[0]), hl.Expr(e[1])) if indices else hl.Expr(e)
     # slot 1 is written by the first step before any read: zeros, so that
     # the keys are computed once (the template unrolls the slot loop)
-    key = _sort_key(x.at(vs), dt)
-    net[tuple(reversed(vs)) + (slot,)] = hl.select(slot == 0, key, hl.cast(key.type(), 0))
+    first = hl.Expr(slot) == 0
+    v = x.at(vs)
+    key = _sort_key(hl.select(v == 0, hl.cast(v.type(), 0), v) if indices and v.type().is_float()
+                    else v, x.dtype)
+    if indices:
+        pos = hl.cast(hl.Int(32), vs[axis])
+        init = (hl.select(first, key, hl.cast(key.type(), 0)), hl.select(first, pos, 0))
+    else:
+        init = hl.select(first, key, hl.cast(key.type(), 0))
+    net[tuple(reversed(vs)) + (slot,)] = init
     rdoms = []
     for s, (block, d) in enumerate(steps):
         r = hl.RDom([hl.Range(0, n)])
@@ -643,14 +656,21 @@ def lower_sort(lw: Lowerer, node: Node, operands) -> Lazy:
             partner = hl.select(lower, i + d, i - d)
         at = [i if a == axis else v for a, v in enumerate(vs)]
         there = [hl.clamp(partner, 0, n - 1) if a == axis else v for a, v in enumerate(vs)]
-        mine, theirs = hl.Expr(ref(at, s % 2)), hl.Expr(ref(there, s % 2))
-        e = hl.select(lower, hl.min(mine, theirs), hl.max(mine, theirs))
-        if n & (n - 1):  # not a power of two: partners past the end
-            e = hl.select(partner < n, e, mine)
+        mine, theirs = ref(at, s % 2), ref(there, s % 2)
+        inside = partner < n if n & (n - 1) else None  # not a power of two: partners past the end
+        if indices:
+            first_is_less = (mine[0] < theirs[0]) | ((mine[0] == theirs[0]) & (mine[1] < theirs[1]))
+            keep = lower == first_is_less
+            keep = keep if inside is None else keep | ~inside
+            e = tuple(hl.select(keep, m, t) for m, t in zip(mine, theirs))
+        else:
+            e = hl.select(lower, hl.min(mine, theirs), hl.max(mine, theirs))
+            e = e if inside is None else hl.select(inside, e, mine)
         net[tuple(reversed(at)) + ((s + 1) % 2,)] = e
-    final = len(steps) % 2
+    final = ref(vs, len(steps) % 2)
     out = hl.Func(lw.fresh("sorted"))
-    out[tuple(reversed(vs))] = _sort_value(hl.Expr(ref(vs, final)), dt, t)
+    out[tuple(reversed(vs))] = (hl.cast(hl.Int(64), final[1]) if indices
+                                else _sort_value(final, dt, H.compute_type(dt)))
     lw.stages.append(Stage("sortnet", net, tuple(x.shape), rdoms, axis=axis))
     lw.stages.append(Stage("sorted", out, tuple(x.shape), axis=axis))
     return func_lazy(out, node.shape, dt)
@@ -962,6 +982,7 @@ LOWER = {
     "any": lower_reduce, "all": lower_reduce,
     "argmax": lower_argreduce, "argmin": lower_argreduce,
     "cumsum": lower_scan, "cumprod": lower_scan, "sort": lower_sort,
+    "argsort": lower_sort,
     "reshape": lower_reshape, "transpose": lower_transpose, "broadcast_to": lower_broadcast,
     "slice": lower_slice, "concatenate": lower_concatenate, "pad": lower_pad,
     "take": lower_take, "matmul": lower_matmul,

@@ -243,29 +243,41 @@ cumprod = implements(np.cumprod)(_scan("cumprod"))
 _SORT_KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
 
 
-@implements(np.sort)
-def sort(a, axis=-1, kind=None, order=None, *, stable=None):
-    """np.sort: every kind gives the same values, NaN last (a bitonic
-    network, lowering.lower_sort). -0.0 sorts before +0.0, where numpy
-    leaves equal zeros in an order of its algorithm's choosing."""
-    loc = user_loc()
+def _sorting(op, a, axis, kind, order, loc):
+    fname = "np." + op
     if order is not None:
-        raise UnsupportedError(f"np.sort: order= sorts structured arrays, which halojit does "
+        raise UnsupportedError(f"{fname}: order= sorts structured arrays, which halojit does "
                                f"not trace{format_loc(loc)}.")
     if kind not in _SORT_KINDS:
-        raise ValueError(f"np.sort: kind must be one of {_SORT_KINDS[1:]}, got {kind!r}.")
+        raise ValueError(f"{fname}: kind must be one of {_SORT_KINDS[1:]}, got {kind!r}.")
     ctx = _ctx_of(a)
     a = _tr(ctx, a, loc)
     if axis is None:  # numpy sorts the flattened array
         a, axis = reshape(a, (-1,)), 0
     if a.dtype.kind not in "biuf":
-        raise UnsupportedError(f"np.sort: {a.dtype} arrays are not supported{format_loc(loc)}; "
+        raise UnsupportedError(f"{fname}: {a.dtype} arrays are not supported{format_loc(loc)}; "
                                "expected bool, integer or float.")
     if a.ndim == 0:
-        raise ShapeError(f"np.sort: axis {axis} is out of bounds for a 0-d array"
+        raise ShapeError(f"{fname}: axis {axis} is out of bounds for a 0-d array"
                          f"{format_loc(loc)}; expected an array of at least 1 dimension.")
-    ax = normalize_axis(axis, a.ndim, "sort", loc)
-    return ctx.emit("sort", [a._node], {"axis": ax}, loc)
+    ax = normalize_axis(axis, a.ndim, op, loc)
+    return ctx.emit(op, [a._node], {"axis": ax}, loc)
+
+
+@implements(np.sort)
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """np.sort: every kind gives the same values, NaN last (a bitonic
+    network, lowering.lower_sort). -0.0 sorts before +0.0, where numpy
+    leaves equal zeros in an order of its algorithm's choosing."""
+    return _sorting("sort", a, axis, kind, order, user_loc())
+
+
+@implements(np.argsort)
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """np.argsort: the stable order for every kind (equal values, -0.0 and
+    +0.0 among them, keep their order), which is numpy's kind="stable"; its
+    default quicksort may order ties differently."""
+    return _sorting("argsort", a, axis, kind, order, user_loc())
 
 
 def _along_last(ctx, a, axis, fname, loc):
@@ -1399,6 +1411,8 @@ def _install_methods():
         self._check_writable("`x.sort()`")
         self._assign(sort(self, axis, kind, order, stable=stable), "`x.sort()`")
     T.sort = sort_in_place
+    T.argsort = lambda self, axis=-1, kind=None, order=None, *, stable=None: argsort(
+        self, axis, kind, order, stable=stable)
     T.__matmul__ = lambda self, other: matmul(self, other)
     T.__rmatmul__ = lambda self, other: matmul(other, self)
 

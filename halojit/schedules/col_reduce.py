@@ -33,7 +33,7 @@ COL_REDUCE = ({"chunks": "8", "unroll": "4", "vector": "16", "inline": "1", "par
               "values read twice (x - mean, softmax's exp) instead of storing them")
 
 _OPS = ("sum", "prod", "max", "min", "any", "all")
-_EXCLUDED = ("matmul", "argmax", "argmin", "cumsum", "cumprod", "sort")
+_EXCLUDED = ("matmul", "argmax", "argmin", "cumsum", "cumprod", "sort", "argsort")
 
 
 def col_reduce_fits(graph) -> bool:

@@ -28,7 +28,7 @@ def full_reduce_fits(graph) -> bool:
         return False
     found = None
     for node in graph.nodes:
-        if node.op in ("matmul", "argmax", "argmin", "cumsum", "cumprod", "sort"):
+        if node.op in ("matmul", "argmax", "argmin", "cumsum", "cumprod", "sort", "argsort"):
             return False
         if node.op in _OPS:
             if found is not None:

@@ -42,7 +42,7 @@ def gpu_reduce_fits(graph) -> bool:
         return False
     found = False
     for node in graph.nodes:
-        if node.op in ("matmul", "sort") or node.op in SCANS:
+        if node.op in ("matmul", "sort", "argsort") or node.op in SCANS:
             return False
         if node.op in REDUCTIONS:
             found = True

@@ -22,7 +22,7 @@ import halide as hl
 from ..errors import HalojitError
 
 SORT = ({"vector": "16", "tile_kib": "64", "unroll": "32", "parallel": "1"},
-        "sorts along one axis (np.sort, median, percentile): tasks of lanes along "
+        "sorts along one axis (np.sort, argsort, median, percentile): tasks of lanes along "
         "another axis, each a bitonic network over a tile_kib KiB buffer, vector lanes "
         "wide, unrolled up to unroll elements; parallel=0 runs one task at a time")
 
@@ -37,13 +37,14 @@ ROW_STORE_MIN = 16
 
 
 def sort_fits(graph) -> bool:
-    """Exactly one sort, and no reduction, scan or matmul (fusion keeps them
-    out of a sort's group; a graph built otherwise takes Adams2019)."""
+    """Exactly one sort or argsort, and no reduction, scan or matmul (fusion
+    keeps them out of a sort's group; a graph built otherwise takes
+    Adams2019)."""
     sorts = 0
     for node in graph.nodes:
         if node.op in _REFUSED:
             return False
-        sorts += node.op == "sort"
+        sorts += node.op in ("sort", "argsort")
     return sorts == 1
 
 
@@ -93,7 +94,7 @@ def apply_sort(lowered, params) -> str:
                     u.vectorize(rx, vector)
         lines.append(f"{g.name()}.compute_root(); {f.name()}.compute_root()  # one row")
     else:
-        key_bytes = max(1, f.type().bytes())
+        key_bytes = max(1, sum(t.bytes() for t in f.types()))
         extent = shape[lanes]
         v = min(vector, _floor_pow2(extent))
         # a short axis: one vector of lanes per network, whose keys LLVM

@@ -64,7 +64,7 @@ def row_reduce_fits(graph) -> bool:
         return False
     found = False
     for node in graph.nodes:
-        if node.op in ("matmul", "sort") or node.op in SCANS:
+        if node.op in ("matmul", "sort", "argsort") or node.op in SCANS:
             return False
         if node.op in REDUCTIONS:
             found = True
@@ -113,7 +113,7 @@ def stencil_fits(graph) -> bool:
     out = graph.outputs[0].aval
     if out.ndim != 2 or min(out.shape) <= 1:
         return False
-    if any(n.op in ("matmul", "sort") or n.op in SCANS or n.op in REDUCTIONS
+    if any(n.op in ("matmul", "sort", "argsort") or n.op in SCANS or n.op in REDUCTIONS
            for n in graph.nodes):
         return False
     return sliced_reads(graph) >= 2

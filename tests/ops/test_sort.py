@@ -1,4 +1,5 @@
-"""Sorting inside traces: ``np.sort`` (and ``x.sort()``), ``np.median``,
+"""Sorting inside traces: ``np.sort`` (and ``x.sort()``), ``np.argsort``
+(numpy's stable order), ``np.median``,
 ``np.percentile`` and ``np.quantile``. Exactly numpy's values, shapes and
 dtypes for bool, integer and float data with NaN, +-inf and +-0.0, along
 every axis, through the unrolled network (short axes), the looped one
@@ -61,6 +62,35 @@ def test_sort_every_dtype(dtype):
     for got, want in zip(f(x), (np.sort(x), np.sort(x, axis=0), np.sort(x, axis=None))):
         assert_exact(got, want)
     assert np.array_equal(x, before, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", SORT_DTYPES)
+def test_argsort_every_dtype(dtype):
+    """The stable order: ties (repeats, NaNs, -0.0 beside +0.0) by position."""
+    x = data((6, 13), dtype)
+    if dtype.startswith("float"):
+        x[2, :4] = [0.0, np.nan, -0.0, np.nan]
+    f = halojit.trace(lambda x: (np.argsort(x), np.argsort(x, axis=0, kind="stable"),
+                                 x.argsort(axis=None)))
+    want = (np.argsort(x, kind="stable"), np.argsort(x, axis=0, kind="stable"),
+            np.argsort(x, axis=None, kind="stable"))
+    for got, w in zip(f(x), want):
+        assert_exact(got, w)
+
+
+def test_argsort_default_kind_without_ties_and_uses():
+    """Without ties every kind agrees with numpy's default; a top-k pick
+    and ranks through take_along_axis."""
+    x = RNG.permutation(40 * 50).reshape(40, 50).astype(np.float32)
+
+    def top3(x):
+        i = np.argsort(-x, axis=1)[:, :3]
+        return i, np.take_along_axis(x, i, axis=1)
+    for got, want in zip(halojit.trace(top3)(x), top3(x)):
+        assert_exact(got, want)
+    for n in (1, 2, 33):
+        y = x[:, :n]
+        assert_exact(halojit.trace(lambda y: np.argsort(y, axis=1))(y), np.argsort(y, axis=1))
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 9, 16, 31, 33, 64, 100])

@@ -1,7 +1,7 @@
 """Reductions: sum, prod, max, min, any, all (over ``axes``) and argmax,
 argmin (over one axis); the scans cumsum, cumprod (along one ``axis``,
-same shape out), which fuse as reductions do; and ``sort`` (along one
-``axis``, same shape out). A scan runs serially along its axis, which no
+same shape out), which fuse as reductions do; and ``sort`` and
+``argsort`` (along one ``axis``, same shape out; argsort's int64). A scan runs serially along its axis, which no
 template's loops allow: every template's fits refuses them, so their groups
 take Adams2019. A sort is a comparator network (lowering.lower_sort) that
 shares a group with elementwise and movement ops only (fusion.py), which
@@ -104,5 +104,17 @@ def _sort_reference(arrays, params):
     return np.sort(a, axis=params["axis"])
 
 
+def _argsort_infer(avals, params, loc=None):
+    (a,) = avals
+    return AbstractArray(a.shape, np.dtype(np.int64))
+
+
+def _argsort_reference(arrays, params):
+    (a,) = arrays
+    # the network orders equal keys by position; -0.0 equals +0.0 there
+    return np.argsort(a, axis=params["axis"], kind="stable").astype(np.int64)
+
+
 # same shape and dtype out, as a scan
 register(OpDef("sort", SORT, _scan_infer, _sort_reference))
+register(OpDef("argsort", SORT, _argsort_infer, _argsort_reference))
