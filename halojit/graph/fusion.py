@@ -4,8 +4,8 @@ Greedy, in topological order: a node joins the groups of its producers when
 its trait allows (elementwise, movement and reductions fuse with anything
 fusible; a matmul starts its own group and takes elementwise consumers as its
 epilogue; a sort shares its group with no other op that loops along an axis,
-so that the Sort template schedules it) and the merge creates no cycle between groups and keeps the group
-under ``MAX_INPUTS`` external inputs. Scalar constants are inlined; larger
+so that the Sort template schedules it) and the merge creates no cycle
+between groups and keeps the group under ``MAX_INPUTS`` external inputs. Scalar constants are inlined; larger
 constants become kernel inputs.
 """
 
