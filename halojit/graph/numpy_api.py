@@ -257,10 +257,7 @@ def _sorting(op, a, axis, kind, order, loc):
     if a.dtype.kind not in "biuf":
         raise UnsupportedError(f"{fname}: {a.dtype} arrays are not supported{format_loc(loc)}; "
                                "expected bool, integer or float.")
-    if a.ndim == 0:
-        raise ShapeError(f"{fname}: axis {axis} is out of bounds for a 0-d array"
-                         f"{format_loc(loc)}; expected an array of at least 1 dimension.")
-    ax = normalize_axis(axis, a.ndim, op, loc)
+    ax = normalize_axis(axis, a.ndim, op, loc)  # refuses a 0-d array
     return ctx.emit(op, [a._node], {"axis": ax}, loc)
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import halide as hl
 
 from ..errors import HalojitError
+from ..graph.ops.reduce import SCANS, SORTS
 
 COL_REDUCE = ({"chunks": "8", "unroll": "4", "vector": "16", "inline": "1", "parallel": "1"},
               "reductions over leading axes (last axis kept): chunks of rows as parallel "
@@ -33,7 +34,7 @@ COL_REDUCE = ({"chunks": "8", "unroll": "4", "vector": "16", "inline": "1", "par
               "values read twice (x - mean, softmax's exp) instead of storing them")
 
 _OPS = ("sum", "prod", "max", "min", "any", "all")
-_EXCLUDED = ("matmul", "argmax", "argmin", "cumsum", "cumprod", "sort", "argsort")
+_EXCLUDED = ("matmul", "argmax", "argmin", *SCANS, *SORTS)
 
 
 def col_reduce_fits(graph) -> bool:

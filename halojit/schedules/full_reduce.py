@@ -11,6 +11,7 @@ reduction's loop), so the chunked groups are scheduled by hand.
 from __future__ import annotations
 
 from ..errors import HalojitError
+from ..graph.ops.reduce import SCANS, SORTS
 
 FULL_REDUCE = ({}, "reductions to a few values of a large array: the chunks of the "
                    "per-lane partials as parallel tasks, lanes vectorized, then a serial "
@@ -28,7 +29,7 @@ def full_reduce_fits(graph) -> bool:
         return False
     found = None
     for node in graph.nodes:
-        if node.op in ("matmul", "argmax", "argmin", "cumsum", "cumprod", "sort", "argsort"):
+        if node.op in ("matmul", "argmax", "argmin", *SCANS, *SORTS):
             return False
         if node.op in _OPS:
             if found is not None:

@@ -33,7 +33,7 @@ def gpu_reduce_fits(graph) -> bool:
     """One output, no matmul, at least one reduction, and every reduction
     over the last axis only with an output of at most 2 dims, or a full
     reduction to a scalar."""
-    from ..graph.ops.reduce import SCANS
+    from ..graph.ops.reduce import SCANS, SORTS
     from .templates import REDUCTIONS
     if len(graph.outputs) != 1:
         return False
@@ -42,7 +42,7 @@ def gpu_reduce_fits(graph) -> bool:
         return False
     found = False
     for node in graph.nodes:
-        if node.op in ("matmul", "sort", "argsort") or node.op in SCANS:
+        if node.op == "matmul" or node.op in SCANS or node.op in SORTS:
             return False
         if node.op in REDUCTIONS:
             found = True

@@ -28,10 +28,6 @@ SORT = ({"vector": "16", "tile_kib": "64", "unroll": "32", "parallel": "1"},
         "another axis, each a bitonic network over a tile_kib KiB buffer, vector lanes "
         "wide, unrolled up to unroll elements; parallel=0 runs one task at a time")
 
-_REFUSED = ("matmul", "cumsum", "cumprod", "sum", "prod", "max", "min", "any", "all",
-            "argmax", "argmin")
-
-
 # keys (elements x network) per parallel task, at least
 PARALLEL_KEYS = 1 << 15
 # a sort along the last axis at least this long stores its rows in place
@@ -42,11 +38,15 @@ def sort_fits(graph) -> bool:
     """Exactly one sort or argsort, and no reduction, scan or matmul (fusion
     keeps them out of a sort's group; a graph built otherwise takes
     Adams2019)."""
+    from ..graph.ops import LINALG, REDUCTION, REGISTRY, SCAN
+    from ..graph.ops.reduce import SORTS
     sorts = 0
     for node in graph.nodes:
-        if node.op in _REFUSED:
+        if node.op in ("input", "constant"):
+            continue
+        if REGISTRY[node.op].trait in (REDUCTION, SCAN, LINALG):
             return False
-        sorts += node.op in ("sort", "argsort")
+        sorts += node.op in SORTS
     return sorts == 1
 
 

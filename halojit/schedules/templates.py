@@ -14,7 +14,7 @@ import os
 import halide as hl
 
 from ..errors import HalojitError
-from ..graph.ops.reduce import SCANS
+from ..graph.ops.reduce import SCANS, SORTS
 from .col_reduce import COL_REDUCE, apply_col_reduce, col_reduce_fits
 from .full_reduce import FULL_REDUCE, apply_full_reduce, full_reduce_fits
 from .sort import SORT, apply_sort, sort_fits
@@ -64,7 +64,7 @@ def row_reduce_fits(graph) -> bool:
         return False
     found = False
     for node in graph.nodes:
-        if node.op in ("matmul", "sort", "argsort") or node.op in SCANS:
+        if node.op == "matmul" or node.op in SCANS or node.op in SORTS:
             return False
         if node.op in REDUCTIONS:
             found = True
@@ -113,7 +113,7 @@ def stencil_fits(graph) -> bool:
     out = graph.outputs[0].aval
     if out.ndim != 2 or min(out.shape) <= 1:
         return False
-    if any(n.op in ("matmul", "sort", "argsort") or n.op in SCANS or n.op in REDUCTIONS
+    if any(n.op == "matmul" or n.op in SCANS or n.op in SORTS or n.op in REDUCTIONS
            for n in graph.nodes):
         return False
     return sliced_reads(graph) >= 2

@@ -79,6 +79,7 @@ for _name in ARG_REDUCERS:
 
 
 SCANS = {"cumsum": np.cumsum, "cumprod": np.cumprod}
+SORTS = ("sort", "argsort")
 
 
 def _scan_infer(avals, params, loc=None):
