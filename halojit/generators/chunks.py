@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-# A reduction over the last axis of at least this many elements keeps LANES
-# partial results (a pure dimension, vectorizable without atomics, which
-# strict_float floats and NaN-aware max cannot use), then combines them.
+# A reduction over the last axis of at least this many elements keeps
+# per-lane partial results (a pure dimension, vectorizable without atomics,
+# which strict_float floats and NaN-aware max cannot use), then combines
+# them: LANES of them for GPU targets, one native float32 vector (at most
+# LANES) for CPU targets (lowering.partial_lanes).
 LANES = 16
 SPLIT_MIN = 4 * LANES
 CHUNKS = 64

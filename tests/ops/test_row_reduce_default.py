@@ -1,7 +1,8 @@
 """Softmax, layernorm and other last-axis reductions above the serial
 threshold take the RowReduce template by default (build.default_spec): values
 against numpy on random data with NaN/inf rows, rows that do not fill the
-last block and widths that do not divide the vector or the 16 partial lanes;
+last block and widths that do not divide the vector or the partial lanes (one native
+vector of the target: lowering.partial_lanes);
 the cheap-value inlining (layernorm's x - mean) and the NaN-propagating
 max/min partials (lowering._nan_pick)."""
 
@@ -168,3 +169,46 @@ def test_reduced_rows_as_output_keep_adams():
     assert not g.scheduler.startswith("RowReduce"), g.scheduler
     with np.errstate(invalid="ignore"):
         assert_same(f(x), fn(x.astype(np.float64)).astype(np.float32), rtol=1e-5, atol=1e-6)
+
+
+def test_partial_lanes_follow_the_target_vector_width():
+    import halide as hl
+    from halojit.generators.lowering import LANES, partial_lanes
+    assert partial_lanes(hl.Target("x86-64-linux-avx512_skylake-avx512-avx2-avx-fma-sse41")) == 16
+    assert partial_lanes(hl.Target("x86-64-linux-avx2-avx-fma-f16c-sse41")) == 8
+    assert partial_lanes(hl.Target("x86-64-linux-sse41")) == 4
+    assert partial_lanes(hl.Target("arm-64-linux")) == 4
+    assert partial_lanes(hl.Target("x86-64-linux-avx2-cuda")) == LANES  # a thread per lane
+    assert partial_lanes(None) == LANES
+
+
+def _partial_loops(stmt):
+    return [line.strip() for line in stmt.splitlines()
+            if line.strip().startswith("for (") and "_part_" in line]
+
+
+@pytest.mark.parametrize("target", ["host", "x86-64-linux-sse41"])
+def test_partials_use_the_target_lanes_and_unroll_the_block_rows(target):
+    """The partials' reduction loop walks width // lanes vectors, and the
+    block's rows are unrolled inside it (keepdims reductions included:
+    their size-1 axis is not the row axis), so every row keeps its own
+    accumulator in registers; values stay numpy's, NaN/inf rows too."""
+    import platform
+    from halojit.generators.compile import host_target
+    from halojit.generators.lowering import partial_lanes
+    if target != "host" and platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("an x86 target runs on an x86 host only")
+    width = 96
+    x = plant_specials(rand(rows_for(width), width, seed=11))
+    f = halojit.trace(softmax, target=target)
+    (g,) = f.lower(x).groups
+    assert g.scheduler.startswith("RowReduce"), g.scheduler
+    lanes = partial_lanes(host_target(target))
+    loops = _partial_loops(g.stmt)
+    updates = [line for line in loops if ".s1." in line]
+    assert updates and all(line.endswith(f", 0, {width // lanes}) {{") for line in updates), loops
+    # no loop over the block's rows in the update: they are unrolled
+    assert not any(".s1.v" in line for line in loops), loops
+    with np.errstate(invalid="ignore"):
+        want = softmax(x)
+    assert_same(f(x), want, rtol=1e-5, atol=1e-7)
