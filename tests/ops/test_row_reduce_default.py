@@ -1,10 +1,10 @@
 """Softmax, layernorm and other last-axis reductions above the serial
 threshold take the RowReduce template by default (build.default_spec): values
 against numpy on random data with NaN/inf rows, rows that do not fill the
-last block and widths that do not divide the vector or the partial lanes (one native
-vector of the target: lowering.partial_lanes);
-the cheap-value inlining (layernorm's x - mean) and the NaN-propagating
-max/min partials (lowering._nan_pick)."""
+last block and widths that do not divide the vector or the partial lanes
+(one native vector of the target: lowering.partial_lanes); the cheap-value
+inlining (layernorm's x - mean) and the NaN-propagating max/min partials
+(lowering._nan_pick)."""
 
 from __future__ import annotations
 
