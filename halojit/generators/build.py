@@ -151,6 +151,7 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
         from ..schedules.gpu import default_gpu_spec
         return default_gpu_spec(local)
     from ..schedules.col_reduce import default_params as col_default_params
+    from .compile import native_lanes
     from ..schedules.templates import (elementwise_fits, full_reduce_fits, matmul_fits,
                                       row_reduce_fits, sort_fits, stencil_chain,
                                       stencil_fits, transpose_fits)
@@ -171,8 +172,9 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
         if stencil_chain(local):  # each stage once per strip: no sliding window
             return make_spec("Stencil", {"rows": str(strip if serial else min(16, strip)),
                                          "tile_x": "0", "vector": "16", "sliding": "0"})
+        lanes = native_lanes(target, 16)  # 4 native vectors per row (2 serial)
         return make_spec("Stencil", {"rows": str(strip), "tile_x": "0",
-                                     "vector": "32" if serial else "64", "sliding": "1"})
+                                     "vector": str((2 if serial else 4) * lanes), "sliding": "1"})
     col = col_default_params(local, serial)
     if col is not None:
         return make_spec("ColReduce", col)
@@ -184,9 +186,11 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
     if transpose_fits(local):
         return make_spec("Transpose")
     if elementwise_fits(local):
-        # 512 bytes of the widest type per iteration: 8 AVX-512 vectors of float32
+        # 8 native float32 vectors of the widest type per iteration (512
+        # bytes on AVX-512, 256 on AVX2: 16 registers hold fewer in flight)
         widest = max((n.dtype.itemsize for n in local.nodes), default=4)
-        return make_spec("Elementwise", {"vector": str(max(16, min(128, 512 // widest)))})
+        per = 32 * native_lanes(target, 16)
+        return make_spec("Elementwise", {"vector": str(max(16, min(128, per // widest)))})
     return make_spec("Adams2019")
 
 

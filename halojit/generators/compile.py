@@ -104,6 +104,16 @@ def host_target(target_str: str = "host") -> hl.Target:
     return target
 
 
+def native_lanes(target: hl.Target | None, default: int) -> int:
+    """float32 lanes of one native vector of a CPU ``target`` (16 on
+    AVX-512, 8 on AVX2, 4 on SSE/NEON; at most 16), ``default`` for a GPU
+    target or none: the unit that reduction partials and the templates'
+    default vector widths scale with."""
+    if target is None or target.has_gpu_feature():
+        return default
+    return max(4, min(16, target.natural_vector_size(hl.Float(32))))
+
+
 def cuda_capability(target: hl.Target) -> int | None:
     """The CUDA capability ``target`` names (80 for cuda_capability_80), or None."""
     found = [c for c in HALIDE_CAPABILITIES

@@ -1013,9 +1013,8 @@ def partial_lanes(target) -> int:
     of float32 take four registers per row. 2-core AVX2 VM (AMD EPYC),
     float32, min of 11 interleaved runs, 16 -> 8 lanes: row sum (4096,
     4096) 2.41 -> 1.62 ms; softmax (256, 1024), in cache, 0.128 -> 0.119."""
-    if target is None or target.has_gpu_feature():
-        return LANES
-    return max(4, min(LANES, target.natural_vector_size(hl.Float(32))))
+    from .compile import native_lanes
+    return min(LANES, native_lanes(target, LANES))
 
 
 def lower_group(graph: Graph, name: str, spec=None, target=None,

@@ -270,7 +270,7 @@ class _GroupRun:
         self.share = max(0.0, share_deadline - time.monotonic())
         self.reserve = 0.0
         self.bar, self.label = bar, label
-        default = default_spec(local)
+        default = default_spec(local, target)
         self.report = GroupReport(
             [n.op for n in local.nodes if n.op not in ("input", "constant")], group_kind(local),
             ", ".join(str(i.aval) for i in local.inputs), gk, default)
