@@ -23,7 +23,7 @@ from ..runtime.cache import halide_version, is_valid_so, kernel_dir
 from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, parse_autoscheduler
 
 # Bump when lowering changes what a cached kernel computes.
-CODEGEN_VERSION = "33"
+CODEGEN_VERSION = "34"
 # Groups whose values all have fewer elements are scheduled without parallel
 # loops: waking the thread pool costs more than it saves. Medians, 2-core VM,
 # kernel us, parallel / serial: softmax (16,1024) 22.6 / 18.6, (32,1024)

@@ -71,6 +71,9 @@ class Stage:
     # sortnet / sorted only: the numpy axis sorted along (a sortnet's rdom is
     # the list of its updates' RDoms, one per comparator step)
     axis: int = -1
+    # partial only: how many chunks (a pure dimension after the lane) the
+    # lowering cut the reduction into; 1 when not chunked
+    chunks: int = 1
 
 
 # Ops that recompute in one vector instruction (no float16 rounding), and how
@@ -449,7 +452,8 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
             tail = {last: rt[0]}
             tail.update({a: rt[1 + k] for k, a in enumerate(reversed(outer))})
             _define(f, out_vars, combine(_ref(f, out_vars), value(src_index(tail))))
-        lw.stages.append(Stage("partial", part, (lanes,) + tuple(node.shape), rk, x.shape))
+        lw.stages.append(Stage("partial", part, (lanes,) + tuple(node.shape), rk, x.shape,
+                               chunks=chunks))
         rdom = rl
     else:
         rdom = hl.RDom([hl.Range(0, x.shape[a]) for a in reversed(axes)])

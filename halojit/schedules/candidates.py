@@ -32,7 +32,8 @@ TEMPLATE_GRIDS = {
                              "vector": (16, 8), "unroll_k": (1, 2, 4)}),
     "Stencil": (stencil_fits, {"rows": (32, 16, 64, 128), "tile_x": (0, 1024, 512),
                                "vector": (32, 16, 64), "sliding": (1, 0)}),
-    "FullReduce": (full_reduce_fits, {}),  # no parameters: the chunks come from the lowering
+    # the chunk count comes from the lowering; interleave: chunks side by side per task (0: auto)
+    "FullReduce": (full_reduce_fits, {"interleave": (0, 1, 2, 4, 8)}),
     "ColReduce": (col_reduce_fits, {"chunks": (8, 1, 4, 16, 32), "unroll": (4, 1, 2, 8),
                                     "vector": (16, 32, 8), "inline": (1, 0)}),
     "Elementwise": (elementwise_fits, {"vector": (64, 32, 128, 16), "task_kib": (1024, 256, 4096)}),

@@ -10,12 +10,15 @@ reduction's loop), so the chunked groups are scheduled by hand.
 
 from __future__ import annotations
 
+import halide as hl
+
 from ..errors import HalojitError
 from ..graph.ops.reduce import SCANS, SORTS
 
-FULL_REDUCE = ({}, "reductions to a few values of a large array: the chunks of the "
-                   "per-lane partials as parallel tasks, lanes vectorized, then a serial "
-                   "combine of chunks x lanes")
+FULL_REDUCE = ({"interleave": "0"}, "reductions to a few values of a large array: the chunks of the "
+                   "per-lane partials as parallel tasks (interleave chunks side by side "
+                   "per task; 0: up to 8, keeping 8 tasks), lanes vectorized, then "
+                   "a serial combine of chunks x lanes")
 
 _OPS = ("sum", "prod", "max", "min", "any", "all")
 
@@ -41,6 +44,25 @@ def full_reduce_fits(graph) -> bool:
     return how is not None
 
 
+# Parallel tasks the interleaving leaves at least (see _interleave).
+MIN_TASKS = 8
+
+
+def _interleave(params, chunks: int) -> int:
+    """How many chunks one task walks side by side (``interleave``; 0, the
+    default: the most of 8, 4, 2 that leaves MIN_TASKS tasks): their
+    accumulators are independent chains and their rows separate memory
+    streams, where one chunk per task is one stream and one chain. Each
+    chunk's own sum is unchanged, so are the results. 2-core AVX2 VM,
+    (4096, 4096) float32 sum (64 chunks), min of 11 interleaved runs, three
+    alternating processes: 2.26-2.58 ms -> 1.67-2.40 with 8 (16: one task
+    per core, 2.6-3.6)."""
+    given = int(params.get("interleave", 0))
+    if given > 0:
+        return given
+    return next((k for k in (8, 4, 2) if -(-chunks // k) >= MIN_TASKS), 1)
+
+
 def apply_full_reduce(lowered, params) -> str:
     parts = [st for st in lowered.stages if st.kind == "partial"]
     others = [st for st in lowered.stages if st.kind not in ("partial", "reduce")]
@@ -63,8 +85,18 @@ def apply_full_reduce(lowered, params) -> str:
     upd = part.update()
     rk = parts[0].rdom
     rvars = [rk[i] for i in range(rk.dimensions())]
-    upd.reorder(lane, *rvars, *pargs[2:], chunk).vectorize(lane).parallel(chunk)
+    inter = _interleave(params, parts[0].chunks)
+    if inter > 1:
+        co, ci = hl.Var("co"), hl.Var("ci")
+        upd.split(chunk, co, ci, inter, hl.TailStrategy.GuardWithIf)
+        upd.reorder(lane, ci, *rvars, *pargs[2:], co).vectorize(lane).unroll(ci).parallel(co)
+    else:
+        upd.reorder(lane, *rvars, *pargs[2:], chunk).vectorize(lane).parallel(chunk)
     lines.append(f"{part.name()}.compute_root().vectorize(lane).parallel(chunk)")
-    lines.append(f"{part.name()}.update().reorder(lane, r..., outputs, chunk)"
-                 ".vectorize(lane).parallel(chunk)")
+    if inter > 1:
+        lines.append(f"{part.name()}.update().split(chunk, co, ci, {inter})"
+                     ".reorder(lane, ci, r..., outputs, co).vectorize(lane).unroll(ci).parallel(co)")
+    else:
+        lines.append(f"{part.name()}.update().reorder(lane, r..., outputs, chunk)"
+                     ".vectorize(lane).parallel(chunk)")
     return "\n".join(lines)

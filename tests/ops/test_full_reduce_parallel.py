@@ -93,3 +93,34 @@ def test_large_sum_is_parallel():
     sched = "\n".join(g.schedule for g in f.lower(x).groups)
     assert ".parallel(chunk)" in sched
     assert f(x) == x.size
+
+
+def test_default_interleave_keeps_enough_tasks():
+    from halojit.schedules.full_reduce import MIN_TASKS, _interleave
+    assert _interleave({}, 64) == 8          # 8 tasks of 8 chunks side by side
+    assert _interleave({}, 16) == 2          # a 1-D sum's 16 chunks: still 8 tasks
+    assert _interleave({}, 7) == 1
+    assert _interleave({"interleave": "3"}, 64) == 3
+    assert _interleave({"interleave": "0"}, 64) == 8  # 0: the default
+    assert all(-(-c // _interleave({}, c)) >= MIN_TASKS for c in range(MIN_TASKS, 65))
+
+
+@pytest.mark.parametrize("inter", ["1", "3", "8"])
+@pytest.mark.parametrize("op", ["sum", "max", "min"])
+def test_interleaved_chunks_match_numpy(op, inter):
+    """Chunks walked side by side (3 does not divide the 64 chunks; the
+    last chunks of (301, 1000) are partly or wholly past the rows): the
+    same values, NaN and inf in any chunk included."""
+    x = np.random.default_rng(5).standard_normal((301, 1000)).astype(np.float32)
+    f = halojit.trace(lambda a: getattr(a, op)(), autoscheduler=("FullReduce", {"interleave": inter}))
+    (g,) = f.lower(x).groups
+    assert g.scheduler.startswith("FullReduce"), g.scheduler
+    assert ("unroll(ci)" in g.schedule) == (inter != "1"), g.schedule
+    want = x.astype(np.float64).sum() if op == "sum" else getattr(x, op)()
+    np.testing.assert_allclose(f(x), want, rtol=1e-6)
+    for row in (0, 150, 300):  # first, a middle and the last chunk
+        y = x.copy()
+        y[row, 999] = np.nan
+        assert np.isnan(f(y))
+        y[row, 999] = -np.inf if op == "max" else np.inf
+        np.testing.assert_equal(f(y), getattr(y, op)())
