@@ -151,10 +151,10 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
         from ..schedules.gpu import default_gpu_spec
         return default_gpu_spec(local)
     from ..schedules.col_reduce import default_params as col_default_params
-    from .compile import native_lanes
     from ..schedules.templates import (elementwise_fits, full_reduce_fits, matmul_fits,
                                       row_reduce_fits, sort_fits, stencil_chain,
                                       stencil_fits, transpose_fits)
+    from .compile import native_lanes
     if matmul_fits(local):
         return make_spec("Matmul")
     serial = max((n.aval.size for n in local.nodes), default=0) < SERIAL_MAX_ELEMENTS

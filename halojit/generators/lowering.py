@@ -1036,8 +1036,8 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
         from ..schedules.templates import matmul_fits, matmul_block
         if matmul_fits(graph):
             mm = next(n for n in graph.nodes if n.op == "matmul")
-            natural = target.natural_vector_size(hl.Float(32)) if target is not None else 16
-            block = matmul_block(dict(spec.params), mm.dtype.itemsize, natural)
+            from .compile import native_lanes
+            block = matmul_block(dict(spec.params), mm.dtype.itemsize, native_lanes(target, 16))
             wrap = target is not None and target.has_feature(hl.TargetFeature.StrictFloat)
     lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, partial_lanes(target))
     pipeline, params, outputs = lw.lower()

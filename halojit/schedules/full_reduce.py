@@ -15,10 +15,11 @@ import halide as hl
 from ..errors import HalojitError
 from ..graph.ops.reduce import SCANS, SORTS
 
-FULL_REDUCE = ({"interleave": "0"}, "reductions to a few values of a large array: the chunks of the "
-                   "per-lane partials as parallel tasks (interleave chunks side by side "
-                   "per task; 0: up to 8, keeping 8 tasks), lanes vectorized, then "
-                   "a serial combine of chunks x lanes")
+FULL_REDUCE = ({"interleave": "0"},
+               "reductions to a few values of a large array: the chunks of the per-lane "
+               "partials as parallel tasks (interleave chunks side by side per task; 0: "
+               "up to 8, keeping 8 tasks), lanes vectorized, then a serial combine of "
+               "chunks x lanes")
 
 _OPS = ("sum", "prod", "max", "min", "any", "all")
 
