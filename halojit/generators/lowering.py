@@ -1018,7 +1018,7 @@ def partial_lanes(target) -> int:
     float32, min of 11 interleaved runs, 16 -> 8 lanes: row sum (4096,
     4096) 2.41 -> 1.62 ms; softmax (256, 1024), in cache, 0.128 -> 0.119."""
     from .compile import native_lanes
-    return min(LANES, native_lanes(target, LANES))
+    return native_lanes(target, LANES)
 
 
 def lower_group(graph: Graph, name: str, spec=None, target=None,

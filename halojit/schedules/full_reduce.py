@@ -86,18 +86,16 @@ def apply_full_reduce(lowered, params) -> str:
     upd = part.update()
     rk = parts[0].rdom
     rvars = [rk[i] for i in range(rk.dimensions())]
+    lines.append(f"{part.name()}.compute_root().vectorize(lane).parallel(chunk)")
     inter = _interleave(params, parts[0].chunks)
     if inter > 1:
         co, ci = hl.Var("co"), hl.Var("ci")
         upd.split(chunk, co, ci, inter, hl.TailStrategy.GuardWithIf)
         upd.reorder(lane, ci, *rvars, *pargs[2:], co).vectorize(lane).unroll(ci).parallel(co)
-    else:
-        upd.reorder(lane, *rvars, *pargs[2:], chunk).vectorize(lane).parallel(chunk)
-    lines.append(f"{part.name()}.compute_root().vectorize(lane).parallel(chunk)")
-    if inter > 1:
         lines.append(f"{part.name()}.update().split(chunk, co, ci, {inter})"
                      ".reorder(lane, ci, r..., outputs, co).vectorize(lane).unroll(ci).parallel(co)")
     else:
+        upd.reorder(lane, *rvars, *pargs[2:], chunk).vectorize(lane).parallel(chunk)
         lines.append(f"{part.name()}.update().reorder(lane, r..., outputs, chunk)"
                      ".vectorize(lane).parallel(chunk)")
     return "\n".join(lines)

@@ -275,7 +275,7 @@ def apply_row_reduce(lowered, params) -> str:
             upd = f.update()
             upd.vectorize(lane)
             text = f"{f.name()}.compute_at({out.name()}, rb).vectorize(lane); update().vectorize(lane)"
-            if block > 1 and len(pargs) >= 2 and len(st.in_shape) >= 2:
+            if block > 1 and len(pargs) >= 2:  # row_reduce_fits: the input has rows
                 # the block's rows inside the reduction loop, unrolled:
                 # independent accumulator chains held in registers. Halide
                 # lists numpy's axes last to first, so the rows (numpy's
