@@ -29,6 +29,10 @@ CODEGEN_VERSION = "34"
 # kernel us, parallel / serial: softmax (16,1024) 22.6 / 18.6, (32,1024)
 # 22.6 / 26.1; chain (16K) 9.4 / 9.1, (32K) 13.0 / 17.3.
 SERIAL_MAX_ELEMENTS = 1 << 15
+# A serial Stencil with at most this many outputs (64x64: its first pass,
+# 66x64 float32, is 17 KiB) computes each stage once for the whole strip
+# (sliding=0); larger ones slide a window of rows (default_spec).
+SMALL_STENCIL_ELEMENTS = 1 << 12
 # Output pooling: outputs of at least this size, this many blocks per output.
 POOL_MIN_BYTES = 1 << 20
 POOL_SLOTS = 2
@@ -126,7 +130,12 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
     Stencil: strips of up to 128 rows, each first-pass row computed once as
     a sliding window. Separable 3x3 blur (4096, 4096), medians of 30 after a
     warm-up, same VM: Adams2019 4.86 ms (out= 4.65), Stencil 3.86 (3.95);
-    (64, 64) 1.33x (tuner, paired).
+    (64, 64) 1.33x (tuner, paired). Up to SMALL_STENCIL_ELEMENTS outputs the
+    one strip computes its first pass whole (sliding=0; the tuner's pick at
+    the small size on the 2-core AVX2 VM, 1.12x paired). Min of 201
+    interleaved calls, best of 3 processes, AVX2, sliding 1 -> 0 (vector
+    16 -> 32): (32, 32) 1.15 -> 0.87 us, (64, 64) 2.02 -> 1.72; at (128,
+    128) sliding=1 stays ahead, 4.9 against 5.1.
 
     A reduction over leading axes that keeps the last one (``x.sum(axis=0)``,
     a softmax over axis 0) takes ColReduce where its accumulator rows stay
@@ -173,6 +182,10 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
             return make_spec("Stencil", {"rows": str(strip if serial else min(16, strip)),
                                          "tile_x": "0", "vector": "16", "sliding": "0"})
         lanes = native_lanes(target, 16)  # 4 native vectors per row (2 serial)
+        if serial and local.outputs[0].aval.size <= SMALL_STENCIL_ELEMENTS:
+            # one strip whose first pass fits in L1: computed whole, no window
+            return make_spec("Stencil", {"rows": str(strip), "tile_x": "0",
+                                         "vector": str(min(32, 4 * lanes)), "sliding": "0"})
         return make_spec("Stencil", {"rows": str(strip), "tile_x": "0",
                                      "vector": str((2 if serial else 4) * lanes), "sliding": "1"})
     col = col_default_params(local, serial)

@@ -283,6 +283,16 @@ def _f64(fn):
 # runs) against 26ec0c8: (16384, 1024) 8.96 -> 8.22 ms, (4096, 1024) 1.36 ->
 # 1.22 ms. Tried: the 2**k split as a select of (magic, 2**-32 or 2) on the
 # sign of x instead of k >> 1 - same 28 instructions, same time.
+# Also tried, on the 2-core AVX2 VM (AMD EPYC): the polynomial in a plain
+# Func of its own outside strict_float, every other value of the kernel
+# wrapped in hl.strict_float and the target without it (as the Matmul
+# template does), so that LLVM contracts the Horner steps to FMA. Five FMAs
+# per vector replace ten multiplies and adds, but AVX2 has no broadcast
+# memory operands, and the chain's loop needed 53 more vbroadcastss per 64
+# lanes (458 instructions against 451); putting NaN back after a NaN-free
+# polynomial (LLVM's no-NaN flags) cost more. Min of 11 calls over three
+# alternating processes, (16384, 1024) with out=: softmax 9.2 -> 8.8 ms,
+# chain 8.7 -> 8.9, GELU 6.0 -> 6.6. Not kept.
 _EXP_H = (0.4999999804299962, 0.1666653873998742, 0.04166722107922923,
           0.00836717327698749, 0.0013882392035285613)
 _LN2_HI = 0.693145751953125  # 15 bits: k * _LN2_HI is exact for |k| < 2**9

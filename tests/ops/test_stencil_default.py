@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import halojit
-from halojit.generators.build import SERIAL_MAX_ELEMENTS
+from halojit.generators.build import SERIAL_MAX_ELEMENTS, SMALL_STENCIL_ELEMENTS
 
 from helpers import assert_same
 
@@ -38,8 +38,9 @@ def only_group(f, x):
 
 @pytest.mark.parametrize("fn", [blur, gradient_norm])
 @pytest.mark.parametrize("shape", [
-    (66, 66),                                 # small: one strip, serial
+    (66, 66),                                 # small: one strip, serial, computed whole
     (7, 300),                                 # small, short
+    (122, 121),                               # one strip, serial, a sliding window
     (SERIAL_MAX_ELEMENTS // 40 + 37, 42),     # large, narrower than the vector (40 wide out)
     (SERIAL_MAX_ELEMENTS // 200 + 131, 203),  # large, strips do not divide the height
 ])
@@ -59,6 +60,21 @@ def test_stencil_default_matches_numpy(fn, shape):
     f(x, out=out)
     assert_same(out, want, rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(x, before)
+
+
+@pytest.mark.parametrize("shape, sliding", [
+    ((66, 66), "0"), ((34, 130), "0"), ((67, 66), "1"), ((122, 121), "1"), ((300, 300), "1")])
+def test_small_strips_are_computed_whole(shape, sliding):
+    # a serial strip of at most SMALL_STENCIL_ELEMENTS outputs computes its
+    # first pass whole; larger ones slide a window of rows
+    x = rand(*shape, seed=3)
+    x[1, 1], x[-1, 7] = np.nan, -np.inf
+    f = halojit.trace(blur)
+    spec = dict(kv.split("=") for kv in only_group(f, x).scheduler.split(";")[1:])
+    assert spec["sliding"] == sliding, spec
+    assert ((shape[0] - 2) * (shape[1] - 2) <= SMALL_STENCIL_ELEMENTS) == (sliding == "0")
+    with np.errstate(invalid="ignore"):
+        assert_same(f(x), blur(x), rtol=1e-6, atol=1e-6)
 
 
 def test_stencil_default_on_a_strided_view_and_float64():
