@@ -204,7 +204,7 @@ def test_partials_use_the_target_lanes_and_unroll_the_block_rows(target):
     (g,) = f.lower(x).groups
     assert g.scheduler.startswith("RowReduce"), g.scheduler
     lanes = partial_lanes(host_target(target))
-    # the block's vectors: 4 native registers (lanes is one on a CPU target)
+    # the block's vectors: 4 native registers (partial_lanes is one register)
     assert f"vector={4 * lanes}" in g.scheduler.split(";"), g.scheduler
     loops = _partial_loops(g.stmt)
     updates = [line for line in loops if ".s1." in line]
