@@ -169,6 +169,7 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
                                       row_reduce_fits, sort_fits, stencil_chain,
                                       stencil_fits, transpose_fits)
     from .compile import native_lanes
+    lanes = native_lanes(target, 16)  # float32 lanes of one native vector
     if matmul_fits(local):
         return make_spec("Matmul")
     serial = max((n.aval.size for n in local.nodes), default=0) < SERIAL_MAX_ELEMENTS
@@ -179,7 +180,7 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
     if row_reduce_fits(local):
         rows = max(1, local.outputs[0].aval.size // max(1, local.outputs[0].aval.shape[-1]))
         # 4 native vectors per row: 64 lanes on AVX-512, 32 on AVX2
-        return make_spec("RowReduce", {"vector": str(4 * native_lanes(target, 16)), **(
+        return make_spec("RowReduce", {"vector": str(4 * lanes), **(
             {"rows_per_task": str(rows)} if serial else {})})
     if stencil_fits(local):
         height = local.outputs[0].aval.shape[0]
@@ -187,11 +188,11 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
         if stencil_chain(local):  # each stage once per strip: no sliding window
             return make_spec("Stencil", {"rows": str(strip if serial else min(16, strip)),
                                          "tile_x": "0", "vector": "16", "sliding": "0"})
-        lanes = native_lanes(target, 16)  # 4 native vectors per row (2 serial)
         if serial and local.outputs[0].aval.size <= SMALL_STENCIL_ELEMENTS:
             # one strip whose first pass fits in L1: computed whole, no window
             return make_spec("Stencil", {"rows": str(strip), "tile_x": "0",
                                          "vector": str(min(32, 4 * lanes)), "sliding": "0"})
+        # a sliding window, 4 native vectors per row (2 serial)
         return make_spec("Stencil", {"rows": str(strip), "tile_x": "0",
                                      "vector": str((2 if serial else 4) * lanes), "sliding": "1"})
     col = col_default_params(local, serial)
@@ -208,7 +209,7 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
         # 8 native float32 vectors of the widest type per iteration (512
         # bytes on AVX-512, 256 on AVX2: 16 registers hold fewer in flight)
         widest = max((n.dtype.itemsize for n in local.nodes), default=4)
-        per = 32 * native_lanes(target, 16)
+        per = 32 * lanes
         return make_spec("Elementwise", {"vector": str(max(16, min(128, per // widest)))})
     return make_spec("Adams2019")
 

@@ -19,6 +19,7 @@ from ..graph.ops import ELEMENTWISE, REGISTRY, frontier, inlines
 from . import halide_ops as H
 from .chunks import (CHUNKS, LANES, LAST_CHUNK_VECTORS, LAST_CHUNKS,  # noqa: F401
                      SPLIT_MIN, chunking)
+from .compile import native_lanes
 
 
 class Lazy:
@@ -1017,7 +1018,6 @@ def partial_lanes(target) -> int:
     of float32 take four registers per row. 2-core AVX2 VM (AMD EPYC),
     float32, min of 11 interleaved runs, 16 -> 8 lanes: row sum (4096,
     4096) 2.41 -> 1.62 ms; softmax (256, 1024), in cache, 0.128 -> 0.119."""
-    from .compile import native_lanes
     return native_lanes(target, LANES)
 
 
@@ -1036,7 +1036,6 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
         from ..schedules.templates import matmul_fits, matmul_block
         if matmul_fits(graph):
             mm = next(n for n in graph.nodes if n.op == "matmul")
-            from .compile import native_lanes
             block = matmul_block(dict(spec.params), mm.dtype.itemsize, native_lanes(target, 16))
             wrap = target is not None and target.has_feature(hl.TargetFeature.StrictFloat)
     lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, partial_lanes(target))

@@ -25,7 +25,7 @@ from __future__ import annotations
 import halide as hl
 
 from ..errors import HalojitError
-from ..graph.ops.reduce import SCANS, SORTS
+from ..graph.ops.reduce import ARG_REDUCERS, REDUCERS, SCANS, SORTS
 
 COL_REDUCE = ({"chunks": "8", "unroll": "4", "vector": "16", "inline": "1", "parallel": "1"},
               "reductions over leading axes (last axis kept): chunks of rows as parallel "
@@ -33,8 +33,10 @@ COL_REDUCE = ({"chunks": "8", "unroll": "4", "vector": "16", "inline": "1", "par
               "per accumulator vector, then the chunks combined; inline=1 recomputes "
               "values read twice (x - mean, softmax's exp) instead of storing them")
 
-_OPS = ("sum", "prod", "max", "min", "any", "all")
-_EXCLUDED = ("matmul", "argmax", "argmin", *SCANS, *SORTS)
+# the reductions the chunked lowerings handle, and the ops that keep a group
+# from ColReduce and FullReduce
+CHUNKED_OPS = tuple(REDUCERS)
+UNCHUNKED_OPS = ("matmul", *ARG_REDUCERS, *SCANS, *SORTS)
 
 
 def col_reduce_fits(graph) -> bool:
@@ -45,9 +47,9 @@ def col_reduce_fits(graph) -> bool:
         return False
     found = False
     for node in graph.nodes:
-        if node.op in _EXCLUDED:
+        if node.op in UNCHUNKED_OPS:
             return False
-        if node.op in _OPS:
+        if node.op in CHUNKED_OPS:
             axes = node.params["axes"]
             shape = node.inputs[0].aval.shape
             if not axes or len(shape) < 2 or len(shape) - 1 in axes:
@@ -74,7 +76,7 @@ def default_params(graph, serial: bool) -> dict | None:
         return None
     chunks = CHUNKS_MAX
     for node in graph.nodes:
-        if node.op not in _OPS:
+        if node.op not in CHUNKED_OPS:
             continue
         shape, axes = node.inputs[0].aval.shape, node.params["axes"]
         o = min(axes)

@@ -13,15 +13,13 @@ from __future__ import annotations
 import halide as hl
 
 from ..errors import HalojitError
-from ..graph.ops.reduce import SCANS, SORTS
+from .col_reduce import CHUNKED_OPS, UNCHUNKED_OPS
 
 FULL_REDUCE = ({"interleave": "0"},
                "reductions to a few values of a large array: the chunks of the per-lane "
                "partials as parallel tasks (interleave chunks side by side per task; 0: "
                "up to 8, keeping 8 tasks), lanes vectorized, then a serial combine of "
                "chunks x lanes")
-
-_OPS = ("sum", "prod", "max", "min", "any", "all")
 
 
 def full_reduce_fits(graph) -> bool:
@@ -33,9 +31,9 @@ def full_reduce_fits(graph) -> bool:
         return False
     found = None
     for node in graph.nodes:
-        if node.op in ("matmul", "argmax", "argmin", *SCANS, *SORTS):
+        if node.op in UNCHUNKED_OPS:
             return False
-        if node.op in _OPS:
+        if node.op in CHUNKED_OPS:
             if found is not None:
                 return False
             found = node
