@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import (DTypeError, IndexOutOfBoundsError, ShapeError, TraceError,
                       UnsupportedError, format_loc)
 from .ops import broadcast_shapes, normalize_axes, normalize_axis
-from .ops.elementwise import UFUNCS
+from .ops.elementwise import UFUNCS, resolve_ufunc
 from .tracer import TracedArray, check_dtype, current, user_loc
 
 HANDLERS: dict = {}
@@ -78,6 +78,10 @@ def _cast_all(ctx, xs, loc, dtype=None):
 # -- ufuncs --------------------------------------------------------------------
 _REDUCE_UFUNCS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
                   "logical_and": "all", "logical_or": "any"}
+_ACCUMULATE_UFUNCS = {"add": "cumsum", "multiply": "cumprod"}
+# ufuncs with no graph op of their own: name -> a function of the operands
+# (TracedArrays already cast to numpy's loop dtypes), filled in by numpy_composite
+COMPOSITE_UFUNCS: dict = {}
 
 
 def apply_ufunc(ctx, ufunc, method, inputs, kwargs):
@@ -93,9 +97,26 @@ def apply_ufunc(ctx, ufunc, method, inputs, kwargs):
         _unsupported_kw(f"{name}.reduce", kwargs, ("keepdims", "dtype"))
         result = reduction(_REDUCE_UFUNCS[name], inputs[0], axis,
                            kwargs.get("keepdims", False), kwargs.get("dtype"))
+    elif method == "accumulate" and name in _ACCUMULATE_UFUNCS:
+        _unsupported_kw(f"{name}.accumulate", kwargs, ("axis", "dtype"))
+        result = _scan(_ACCUMULATE_UFUNCS[name])(inputs[0], kwargs.get("axis", 0),
+                                                  kwargs.get("dtype"))
+    elif method == "outer" and (name in UFUNCS or name in COMPOSITE_UFUNCS) and \
+            len(inputs) == 2:
+        a, b = (_tr(ctx, v, loc) for v in inputs)
+        return ufunc(reshape(a, tuple(a.shape) + (1,) * b.ndim), b, **kwargs)
     elif method != "__call__":
         raise UnsupportedError(f"np.{name}.{method} is not supported inside @halojit.trace"
                                f"{format_loc(loc)}.")
+    elif name in COMPOSITE_UFUNCS:
+        dtype = kwargs.pop("dtype", None)
+        _unsupported_kw(name, kwargs, ("casting", "order", "subok"))
+        nodes = _cast_all(ctx, inputs, loc, dtype) if dtype is not None else \
+            [ctx.as_node(x, loc) for x in inputs]
+        in_dts, _, weak = resolve_ufunc(name, [n.aval for n in nodes], loc)
+        cast = ctx.weak_cast if weak else ctx.cast
+        result = COMPOSITE_UFUNCS[name](*[TracedArray(cast(n, dt, loc), ctx)
+                                          for n, dt in zip(nodes, in_dts)])
     else:
         dtype = kwargs.pop("dtype", None)
         _unsupported_kw(name, kwargs, ("casting", "order", "subok"))
@@ -1253,13 +1274,6 @@ def dot(a, b, out=None):
 @implements(np.outer)
 def outer(a, b, out=None):
     return np.multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
-
-
-@implements(np.vdot, np.inner)
-def _inner(a, b):
-    if np.ndim(a) == 1 and np.ndim(b) == 1:
-        return matmul(a, b)
-    raise UnsupportedError("np.inner/np.vdot are supported for 1-D operands only.")
 
 
 @implements(np.einsum)

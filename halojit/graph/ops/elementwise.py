@@ -37,7 +37,7 @@ _WEAK_PY = {"f": float, "i": int, "u": int, "b": np.dtype(bool)}
 
 def resolve_ufunc(name: str, avals, loc=None):
     """(loop input dtypes, output dtype, weak) of numpy's loop for ``avals``."""
-    ufunc = UFUNCS[name]
+    ufunc = UFUNCS[name] if name in UFUNCS else getattr(np, name)  # or a composite's
     all_weak = all(a.weak for a in avals)
     if all_weak:
         dts = tuple(a.dtype for a in avals)

@@ -1,0 +1,564 @@
+"""numpy functions that are compositions of other traced numpy calls: the
+NaN-ignoring reductions, ``isclose``, ``nan_to_num``, ``select``,
+``average``, ``ptp``, ``gradient``, ``trapezoid``, ``polyval``,
+``tensordot``, ``inner``, ``kron``, ``cross``, ``meshgrid``, ``partition``,
+the ufuncs ``logaddexp``, ``logaddexp2``, ``heaviside``, ``float_power``
+and ``fabs``, and the ufunc methods ``outer`` and ``accumulate``.
+
+Each handler follows numpy's own definition step by step (the same
+operations in the same dtypes), so values, dtypes and NaN/inf handling are
+numpy's; the compiler fuses the pieces. Conditions numpy raises on from
+values (an all-NaN slice for ``nanargmax``, weights summing to zero for
+``average``) are checked at every call before the kernels run.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from ..errors import UnsupportedError, format_loc
+from .numpy_api import (COMPOSITE_UFUNCS, _along_last, _ctx_of, _tr, _unsupported_kw,
+                        common_dtype, implements)
+from .ops import normalize_axes, normalize_axis
+from .tracer import TracedArray, user_loc
+
+
+def _no_extras(fname, **kwargs):
+    """numpy's ``where=``/``initial=``/``out=`` style arguments, refused."""
+    _unsupported_kw(fname, {k: v for k, v in kwargs.items() if v is not np._NoValue})
+
+
+def _keep(keepdims):
+    return False if keepdims is np._NoValue else bool(keepdims)
+
+
+def _check_per_call(ctx, flag, error):
+    """Raise ``error()`` at every call where the traced boolean ``flag`` is
+    true, before any kernel runs (numpy raises from values here)."""
+    def check(value):
+        if np.any(value):
+            raise error()
+    ctx.checks.append((flag._node, check))
+
+
+def _is_float(a) -> bool:
+    return np.dtype(a.dtype).kind == "f"
+
+
+# -- NaN-ignoring reductions ---------------------------------------------------------
+def _nan_filled(a, fill):
+    """(a with NaN replaced by ``fill``, the NaN mask) for float arrays; (a, None) otherwise."""
+    if not _is_float(a):
+        return a, None
+    mask = np.isnan(a)
+    return np.where(mask, fill, a), mask
+
+
+@implements(np.nansum)
+def nansum(a, axis=None, dtype=None, out=None, keepdims=np._NoValue,
+           initial=np._NoValue, where=np._NoValue):
+    _no_extras("nansum", out=out, initial=initial, where=where)
+    a = _tr(_ctx_of(a), a, user_loc())
+    return np.sum(_nan_filled(a, 0)[0], axis=axis, dtype=dtype, keepdims=_keep(keepdims))
+
+
+@implements(np.nanprod)
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=np._NoValue,
+            initial=np._NoValue, where=np._NoValue):
+    _no_extras("nanprod", out=out, initial=initial, where=where)
+    a = _tr(_ctx_of(a), a, user_loc())
+    return np.prod(_nan_filled(a, 1)[0], axis=axis, dtype=dtype, keepdims=_keep(keepdims))
+
+
+def _nan_scan(name, scan, fill):
+    def fn(a, axis=None, dtype=None, out=None):
+        _no_extras(name, out=out)
+        a = _tr(_ctx_of(a), a, user_loc())
+        return scan(_nan_filled(a, fill)[0], axis=axis, dtype=dtype)
+    return fn
+
+
+implements(np.nancumsum)(_nan_scan("nancumsum", np.cumsum, 0))
+implements(np.nancumprod)(_nan_scan("nancumprod", np.cumprod, 1))
+
+
+def _divide_by_count(total, count):
+    """numpy's nan-function division: computed in the promoted dtype (float32
+    by an intp count is float64), stored back in the total's dtype."""
+    return (total / count).astype(total.dtype)
+
+
+@implements(np.nanmean)
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=np._NoValue, *, where=np._NoValue):
+    _no_extras("nanmean", out=out, where=where)
+    a = _tr(_ctx_of(a), a, user_loc())
+    arr, mask = _nan_filled(a, 0)
+    keep = _keep(keepdims)
+    if mask is None:
+        return np.mean(arr, axis=axis, dtype=dtype, keepdims=keep)
+    count = np.sum(~mask, axis=axis, dtype=np.intp, keepdims=keep)
+    total = np.sum(arr, axis=axis, dtype=dtype, keepdims=keep)
+    return _divide_by_count(total, count)  # 0 / 0 for an all-NaN slice: NaN, as numpy
+
+
+@implements(np.nanvar)
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
+           where=np._NoValue, mean=np._NoValue, correction=np._NoValue):
+    _no_extras("nanvar", out=out, where=where, mean=mean)
+    a = _tr(_ctx_of(a), a, user_loc())
+    ddof = _ddof("nanvar", ddof, correction)
+    arr, mask = _nan_filled(a, 0)
+    keep = _keep(keepdims)
+    if mask is None:
+        return np.var(arr, axis=axis, dtype=dtype, ddof=ddof, keepdims=keep)
+    count = np.sum(~mask, axis=axis, dtype=np.intp, keepdims=True)
+    avg = _divide_by_count(np.sum(arr, axis=axis, dtype=dtype, keepdims=True), count)
+    dev = np.where(mask, 0, (arr - avg).astype(arr.dtype))  # numpy subtracts in place
+    var = np.sum(dev * dev, axis=axis, dtype=dtype, keepdims=keep)
+    dof = (count if keep else np.squeeze(count, axis=axis)) - ddof
+    var = _divide_by_count(var, dof)
+    return np.where(dof <= 0, np.nan, var).astype(var.dtype)
+
+
+def _ddof(fname, ddof, correction):
+    if correction is np._NoValue:
+        return ddof
+    if ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
+
+
+@implements(np.nanstd)
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
+           where=np._NoValue, mean=np._NoValue, correction=np._NoValue):
+    _no_extras("nanstd", out=out, where=where, mean=mean)
+    return np.sqrt(nanvar(a, axis, dtype, None, _ddof("nanstd", ddof, correction), keepdims))
+
+
+def _nan_extreme(name, reduce, empty_fill):
+    def fn(a, axis=None, out=None, keepdims=np._NoValue, initial=np._NoValue,
+           where=np._NoValue):
+        _no_extras(name, out=out, initial=initial, where=where)
+        a = _tr(_ctx_of(a), a, user_loc())
+        keep = _keep(keepdims)
+        arr, mask = _nan_filled(a, empty_fill)
+        r = reduce(arr, axis=axis, keepdims=keep)
+        if mask is None:
+            return r
+        # as numpy's fmax.reduce: NaN only where every value is NaN
+        return np.where(np.all(mask, axis=axis, keepdims=keep), np.nan, r).astype(r.dtype)
+    return fn
+
+
+implements(np.nanmax)(_nan_extreme("nanmax", np.max, -np.inf))
+implements(np.nanmin)(_nan_extreme("nanmin", np.min, np.inf))
+
+
+def _nan_arg(name, arg, fill):
+    def fn(a, axis=None, out=None, *, keepdims=np._NoValue):
+        _no_extras(name, out=out)
+        ctx = _ctx_of(a)
+        a = _tr(ctx, a, user_loc())
+        arr, mask = _nan_filled(a, fill)
+        if mask is not None and a.size:
+            _check_per_call(ctx, np.any(np.all(mask, axis=axis)),
+                            lambda: ValueError("All-NaN slice encountered"))
+        return arg(arr, axis=axis, keepdims=_keep(keepdims))
+    return fn
+
+
+implements(np.nanargmax)(_nan_arg("nanargmax", np.argmax, -np.inf))
+implements(np.nanargmin)(_nan_arg("nanargmin", np.argmin, np.inf))
+
+
+@implements(np.nanmedian)
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValue):
+    """The median of each slice's non-NaN values (NaN for an all-NaN slice):
+    the slice sorted (NaN last), then the middle one or two of its first
+    ``count`` values, gathered per slice."""
+    _no_extras("nanmedian", out=out)
+    loc = user_loc()
+    ctx = _ctx_of(a)
+    a = _tr(ctx, a, loc)
+    if not _is_float(a):
+        return np.median(a, axis=axis, keepdims=_keep(keepdims))
+    s, keep_shape = _along_last(ctx, a, axis, "nanmedian", loc)
+    n = s.shape[-1]
+    if n == 0:  # numpy: the mean of nothing
+        r = np.mean(s, axis=-1)
+    else:
+        s = np.sort(s, axis=-1)
+        count = np.count_nonzero(~np.isnan(s), axis=-1)
+        lo = np.maximum((count - 1) // 2, 0)[..., None]
+        hi = np.minimum(count // 2, n - 1)[..., None]
+        low = np.take_along_axis(s, lo, axis=-1)[..., 0]
+        high = np.take_along_axis(s, hi, axis=-1)[..., 0]
+        acc = np.float32 if s.dtype == np.float16 else s.dtype
+        mid = ((low.astype(acc) + high.astype(acc)) / 2).astype(s.dtype)
+        r = np.where(count % 2 == 1, low, mid)  # odd: the value itself (no x + x overflow)
+        r = np.where(count == 0, np.nan, r).astype(s.dtype)
+    return np.reshape(r, keep_shape) if _keep(keepdims) else r
+
+
+# -- elementwise compositions --------------------------------------------------------
+@implements(np.isclose)
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    x, y = (v if isinstance(v, (TracedArray, int, float)) else np.asarray(v) for v in (a, b))
+    if isinstance(y, int):
+        y = float(y)
+    elif not isinstance(y, float):  # compared as float: numpy's result_type(y, 1.0)
+        y = y.astype(np.result_type(y.dtype, 1.0))
+    r = (np.less_equal(np.abs(x - y), atol + rtol * np.abs(y)) & np.isfinite(y)) | (x == y)
+    if equal_nan:
+        r = r | (np.isnan(x) & np.isnan(y))
+    return r
+
+
+@implements(np.nan_to_num)
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    x = _tr(_ctx_of(x), x, user_loc())
+    if not _is_float(x):
+        return np.copy(x)
+    dt = x.dtype
+    big = np.finfo(dt).max
+    fill = [np.asarray(v, dtype=dt) for v in (nan, big if posinf is None else posinf,
+                                               -big if neginf is None else neginf)]
+    r = np.where(np.isnan(x), fill[0], x)
+    r = np.where(x == np.inf, fill[1], r)
+    return np.where(x == -np.inf, fill[2], r)
+
+
+@implements(np.sinc)
+def sinc(x):
+    x = x if isinstance(x, TracedArray) else np.asarray(x)
+    if x.dtype.kind in "biu":
+        x = x.astype(np.float64)
+    y = np.pi * np.where(x == 0, 1.0e-20, x)  # numpy's own guard against 0 / 0
+    return np.sin(y) / y
+
+
+@implements(np.select)
+def select(condlist, choicelist, default=0):
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if len(condlist) == 0:
+        raise ValueError("select with an empty condition list is not possible")
+    loc = user_loc()
+    ctx = _ctx_of(list(condlist), list(choicelist), default)
+    choices = [ctx.as_node(c, loc) for c in [*choicelist, default]]
+    dt, _ = common_dtype(choices)
+    for i, c in enumerate(condlist):
+        if (c.dtype if hasattr(c, "dtype") else np.asarray(c).dtype) != np.bool_:
+            raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
+    cast = [TracedArray(n, ctx).astype(dt) for n in choices]
+    r = cast[-1]
+    for cond, choice in zip(reversed(condlist), reversed(cast[:-1])):  # the first match wins
+        r = np.where(cond, choice, r)
+    shape = np.broadcast_shapes(*[np.shape(c) for c in condlist], *[c.shape for c in cast])
+    return np.broadcast_to(r, shape)
+
+
+@implements(np.ptp)
+def ptp(a, axis=None, out=None, keepdims=np._NoValue):
+    _no_extras("ptp", out=out)
+    keep = _keep(keepdims)
+    return np.subtract(np.max(a, axis=axis, keepdims=keep), np.min(a, axis=axis, keepdims=keep))
+
+
+@implements(np.average)
+def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue):
+    loc = user_loc()
+    ctx = _ctx_of(a, weights)
+    a = _tr(ctx, a, loc)
+    keep = _keep(keepdims)
+    axes = None if axis is None else normalize_axes(axis, a.ndim, "average", loc)
+    if weights is None:
+        avg = np.mean(a, axis=axes, keepdims=keep)
+        scl = avg.dtype.type(a.size / max(avg.size, 1))
+    else:
+        w = weights if isinstance(weights, TracedArray) else np.asarray(weights)
+        kinds = "biu"
+        res_dt = np.result_type(a.dtype, w.dtype, "f8") if a.dtype.kind in kinds else \
+            np.result_type(a.dtype, w.dtype)
+        if tuple(a.shape) != tuple(w.shape):
+            if axes is None:
+                raise TypeError("Axis must be specified when shapes of a and weights differ.")
+            if tuple(w.shape) != tuple(a.shape[ax] for ax in axes):
+                raise ValueError("Shape of weights must be consistent with shape of a along "
+                                 "specified axis.")
+            w = np.transpose(w, np.argsort(axes))
+            w = np.reshape(w, tuple(s if ax in axes else 1 for ax, s in enumerate(a.shape)))
+        scl = np.sum(w, axis=axes, dtype=res_dt, keepdims=keep)
+        _check_per_call(ctx, np.any(scl == 0.0),
+                        lambda: ZeroDivisionError("Weights sum to zero, can't be normalized"))
+        avg = np.sum(np.multiply(a, w, dtype=res_dt), axis=axes, keepdims=keep) / scl
+    if not returned:
+        return avg
+    if np.shape(scl) != avg.shape:
+        scl = np.broadcast_to(scl, avg.shape)
+    return avg, scl
+
+
+@implements(np.gradient)
+def gradient(f, *varargs, axis=None, edge_order=1):
+    """Uniform spacing (one scalar, or one per axis); second order inside,
+    first or second order (``edge_order``) at the edges, as numpy."""
+    loc = user_loc()
+    f = _tr(_ctx_of(f), f, loc)
+    axes = normalize_axes(axis, f.ndim, "gradient", loc)
+    if len(varargs) == 0:
+        dx = [1.0] * len(axes)
+    elif len(varargs) == 1:
+        dx = list(varargs) * len(axes)
+    elif len(varargs) == len(axes):
+        dx = list(varargs)
+    else:
+        raise TypeError("invalid number of arguments")
+    for d in dx:
+        if isinstance(d, TracedArray) or np.ndim(d) != 0:
+            raise UnsupportedError(
+                f"np.gradient: only scalar spacings are supported inside @halojit.trace, got "
+                f"an array of coordinates{format_loc(loc)}; pass one number per axis.")
+    if edge_order > 2:
+        raise ValueError("'edge_order' greater than 2 not supported")
+    otype = np.float64 if f.dtype.kind in "iu" else f.dtype
+    if f.dtype.kind in "iu":
+        f = f.astype(np.float64)
+    outs = []
+    for ax, h in zip(axes, dx):
+        n = f.shape[ax]
+        if n < edge_order + 1:
+            raise ValueError("Shape of array too small to calculate a numerical gradient, "
+                             "at least (edge_order + 1) elements are required.")
+
+        def at(lo, hi, ax=ax):
+            key = [slice(None)] * f.ndim
+            key[ax] = slice(lo, hi)
+            return f[tuple(key)]
+        inner = (at(2, None) - at(None, -2)) / (2. * h)
+        if edge_order == 1:
+            first = (at(1, 2) - at(0, 1)) / h
+            last = (at(-1, None) - at(-2, -1)) / h
+        else:
+            first = -1.5 / h * at(0, 1) + 2. / h * at(1, 2) + -0.5 / h * at(2, 3)
+            last = 0.5 / h * at(-3, -2) + -2. / h * at(-2, -1) + 1.5 / h * at(-1, None)
+        # numpy writes each piece into an array of the input's float dtype
+        outs.append(np.concatenate([p.astype(otype) for p in (first, inner, last)], axis=ax))
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+@implements(np.trapezoid)
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    loc = user_loc()
+    y = _tr(_ctx_of(y, x), y, loc)
+    ax = normalize_axis(axis, y.ndim, "trapezoid", loc)
+    if x is None:
+        d = dx
+    else:
+        x = x if isinstance(x, TracedArray) else np.asarray(x)
+        if x.ndim == 1:
+            d = np.diff(x)
+            shape = [1] * y.ndim
+            shape[ax] = d.shape[0]
+            d = np.reshape(d, shape)
+        else:
+            d = np.diff(x, axis=ax)
+    hi, lo = [slice(None)] * y.ndim, [slice(None)] * y.ndim
+    hi[ax], lo[ax] = slice(1, None), slice(None, -1)
+    return np.sum(d * (y[tuple(hi)] + y[tuple(lo)]) / 2.0, axis=ax)
+
+
+@implements(np.polyval)
+def polyval(p, x):
+    p = p if isinstance(p, TracedArray) else np.asarray(p)
+    x = x if isinstance(x, TracedArray) else np.asarray(x)
+    y = np.zeros_like(x)
+    for i in range(p.shape[0]):  # Horner's rule, numpy's order and dtypes
+        y = y * x + p[i]
+    return y
+
+
+# -- products ---------------------------------------------------------------------------
+@implements(np.tensordot)
+def tensordot(a, b, axes=2):
+    """numpy's reduction to one matrix product: the summed axes moved last in
+    ``a`` and first in ``b``, both flattened to 2-D."""
+    a = a if isinstance(a, TracedArray) else np.asarray(a)
+    b = b if isinstance(b, TracedArray) else np.asarray(b)
+    if isinstance(axes, (int, np.integer)):
+        axes_a, axes_b = list(range(a.ndim - int(axes), a.ndim)), list(range(int(axes)))
+    else:
+        axes_a, axes_b = ([int(v)] if np.ndim(v) == 0 else [int(i) for i in v] for v in axes)
+    if len(axes_a) != len(axes_b):
+        raise ValueError("shape-mismatch for sum")
+    loc = user_loc()
+    axes_a = [normalize_axis(v, a.ndim, "tensordot", loc) for v in axes_a]
+    axes_b = [normalize_axis(v, b.ndim, "tensordot", loc) for v in axes_b]
+    if any(a.shape[i] != b.shape[j] for i, j in zip(axes_a, axes_b)):
+        raise ValueError("shape-mismatch for sum")
+    keep_a = [k for k in range(a.ndim) if k not in axes_a]
+    keep_b = [k for k in range(b.ndim) if k not in axes_b]
+    n = math.prod(a.shape[i] for i in axes_a)
+    at = np.reshape(np.transpose(a, keep_a + axes_a), (math.prod(a.shape[k] for k in keep_a), n))
+    bt = np.reshape(np.transpose(b, axes_b + keep_b), (n, math.prod(b.shape[k] for k in keep_b)))
+    return np.reshape(np.dot(at, bt), tuple(a.shape[k] for k in keep_a) +
+                      tuple(b.shape[k] for k in keep_b))
+
+
+@implements(np.inner)
+def inner(a, b):
+    # numpy converts a Python scalar operand to an array: np.inner(x_f32, 2.0) is float64
+    a, b = (v if isinstance(v, TracedArray) else np.asarray(v) for v in (a, b))
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return np.multiply(a, b)
+    if np.ndim(a) == 1 and np.ndim(b) == 1:
+        return np.matmul(a, b)
+    if np.shape(a)[-1] != np.shape(b)[-1]:
+        raise ValueError(f"shapes {np.shape(a)} and {np.shape(b)} not aligned: "
+                         f"{np.shape(a)[-1]} (dim -1) != {np.shape(b)[-1]} (dim -1)")
+    return tensordot(a, b, (-1, -1))
+
+
+@implements(np.vdot)
+def vdot(a, b):
+    a, b = np.ravel(a), np.ravel(b)
+    if a.shape != b.shape:
+        raise ValueError("cannot reshape array: vdot needs the same number of elements, "
+                         f"got {a.shape[0]} and {b.shape[0]}")
+    return np.matmul(a, b)
+
+
+@implements(np.kron)
+def kron(a, b):
+    """Every a[i] * b[j] at index i * b.shape + j: both operands padded to one
+    rank, their axes interleaved (a's first), multiplied and flattened pairwise."""
+    a = a if isinstance(a, TracedArray) else np.asarray(a)
+    b = b if isinstance(b, TracedArray) else np.asarray(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return np.multiply(a, b)
+    nd = max(a.ndim, b.ndim)
+    sa = (1,) * (nd - a.ndim) + tuple(a.shape)
+    sb = (1,) * (nd - b.ndim) + tuple(b.shape)
+    ra = np.reshape(a, tuple(v for s in sa for v in (s, 1)))
+    rb = np.reshape(b, tuple(v for s in sb for v in (1, s)))
+    return np.reshape(np.multiply(ra, rb), tuple(x * y for x, y in zip(sa, sb)))
+
+
+@implements(np.cross)
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a = np.moveaxis(a if isinstance(a, TracedArray) else np.asarray(a), axisa, -1)
+    b = np.moveaxis(b if isinstance(b, TracedArray) else np.asarray(b), axisb, -1)
+    na, nb = a.shape[-1], b.shape[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise ValueError("incompatible dimensions for cross product\n"
+                         "(dimension must be 2 or 3)")
+    if na == 2 or nb == 2:
+        warnings.warn("Arrays of 2-dimensional vectors are deprecated. Use arrays of "
+                      "3-dimensional vectors instead. (deprecated in NumPy 2.0)",
+                      DeprecationWarning, stacklevel=3)
+    dt = np.promote_types(a.dtype, b.dtype)
+    a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
+    z = (a0 * b1 - a1 * b0).astype(dt)
+    if na == 2 and nb == 2:
+        return z
+    if na == 2:
+        b2 = b[..., 2]
+        x, y = a1 * b2, -(a0 * b2)
+    elif nb == 2:
+        a2 = a[..., 2]
+        x, y = -(a2 * b1), a2 * b0
+    else:
+        a2, b2 = a[..., 2], b[..., 2]
+        x, y = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2
+    cp = np.stack(np.broadcast_arrays(x.astype(dt), y.astype(dt), z), axis=-1)
+    return np.moveaxis(cp, -1, axisc)
+
+
+@implements(np.meshgrid)
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    nd = len(xi)
+    shapes = [[1] * nd for _ in xi]
+    for i in range(nd):
+        shapes[i][i] = -1
+    if indexing == "xy" and nd > 1:
+        shapes[0][:2], shapes[1][:2] = [1, -1], [-1, 1]
+    out = [np.reshape(x if isinstance(x, TracedArray) else np.asarray(x), s)
+           for x, s in zip(xi, shapes)]
+    if not sparse:
+        out = np.broadcast_arrays(*out)
+    return tuple(np.copy(o) for o in out) if copy else tuple(out)
+
+
+# -- partition: a full sort is a valid partition ------------------------------------
+def _partition(fname, op, a, kth, axis, kind, order):
+    loc = user_loc()
+    if order is not None:
+        raise UnsupportedError(f"np.{fname}: order= sorts structured arrays, which halojit "
+                               f"does not trace{format_loc(loc)}.")
+    if kind != "introselect":
+        raise ValueError(f"{fname}: kind must be 'introselect', got {kind!r}")
+    a = _tr(_ctx_of(a), a, loc)
+    if axis is None:
+        a, axis = np.reshape(a, (-1,)), 0
+    n = a.shape[normalize_axis(axis, a.ndim, fname, loc)]
+    for k in np.atleast_1d(np.asarray(kth)).ravel():
+        if not -n <= int(k) < n:
+            raise ValueError(f"kth(={int(k)}) out of bounds ({n})")
+    return op(a, axis=axis)
+
+
+@implements(np.partition)
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """np.partition as a full sort along the axis: every kth is in its sorted
+    place with smaller values before it and larger after, which is all numpy
+    promises about a partition (the order within each side is unspecified)."""
+    return _partition("partition", np.sort, a, kth, axis, kind, order)
+
+
+@implements(np.argpartition)
+def argpartition(a, kth, axis=-1, kind="introselect", order=None):
+    """np.argpartition as a full (stable) argsort: see ``partition``."""
+    return _partition("argpartition", lambda x, axis: np.argsort(x, axis=axis, kind="stable"),
+                      a, kth, axis, kind, order)
+
+
+# -- ufuncs without a loop of their own ---------------------------------------------
+_LN2 = math.log(2.0)
+
+
+def _logaddexp(x, y):
+    # numpy's npy_logaddexp: equal inputs (infinities too) add log(2); otherwise
+    # the larger plus log1p(exp(-|x - y|)); a NaN difference is the result
+    d = x - y
+    r = np.where(d > 0, x + np.log1p(np.exp(-d)), y + np.log1p(np.exp(d)))
+    r = np.where(np.isnan(d), d, r)
+    return np.where(x == y, x + _LN2, r)
+
+
+def _logaddexp2(x, y):
+    d = x - y
+    log2e = 1.0 / _LN2  # numpy's log2_1p(v) = log1p(v) / ln 2
+    r = np.where(d > 0, x + log2e * np.log1p(np.exp2(-d)), y + log2e * np.log1p(np.exp2(d)))
+    r = np.where(np.isnan(d), d, r)
+    return np.where(x == y, x + 1.0, r)
+
+
+def _heaviside(x, h0):
+    r = np.where(x < 0, 0.0, np.where(x > 0, 1.0, h0))
+    return np.where(np.isnan(x), x, r).astype(x.dtype)
+
+
+COMPOSITE_UFUNCS.update({
+    "logaddexp": _logaddexp,
+    "logaddexp2": _logaddexp2,
+    "heaviside": _heaviside,
+    "float_power": np.power,  # operands already cast to float64 by the loop
+    "fabs": np.absolute,
+})
