@@ -41,6 +41,8 @@ def _check_per_call(ctx, flag, error):
     def check(value):
         if np.any(value):
             raise error()
+    if ctx.eager:  # symbolic=False: this first call runs on values now
+        check(ctx.values[flag._node])
     ctx.checks.append((flag._node, check))
 
 
@@ -259,6 +261,37 @@ def select(condlist, choicelist, default=0):
         r = np.where(cond, choice, r)
     shape = np.broadcast_shapes(*[np.shape(c) for c in condlist], *[c.shape for c in cast])
     return np.broadcast_to(r, shape)
+
+
+@implements(np.piecewise)
+def piecewise(x, condlist, funclist, *args, **kw):
+    """Each function is applied to the whole of ``x`` and its values kept
+    where its condition holds (numpy applies it to ``x[cond]`` only: the
+    same for elementwise functions, which is what piecewise is for; a
+    function that reduces over its argument would see all of ``x`` here).
+    A later condition overrides an earlier one, as numpy's assignments do."""
+    x = _tr(_ctx_of(x, condlist), x, user_loc())
+    # numpy's rule: one condition unless the first entry is itself an array
+    scalar = not isinstance(condlist, (list, tuple)) and np.ndim(condlist) == 0
+    first = None if scalar else condlist[0]
+    if scalar or (x.ndim != 0 and not isinstance(first, (list, np.ndarray)) and
+                  not (isinstance(first, TracedArray) and first.ndim > 0)):
+        condlist = [condlist]
+    conds = [np.broadcast_to(condlist[i], x.shape) for i in range(len(condlist))]
+    for i, c in enumerate(conds):
+        if c.dtype != np.bool_:  # numpy converts with asarray(..., dtype=bool)
+            conds[i] = c != 0
+    n, n2 = len(conds), len(funclist)
+    if n == n2 - 1:  # the last function is the "otherwise"
+        conds.append(~np.any(np.stack(conds), axis=0) if conds else np.ones_like(x, bool))
+    elif n != n2:
+        raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are expected")
+    y = np.zeros_like(x)
+    for cond, func in zip(conds, funclist):
+        v = func(x, *args, **kw) if callable(func) else func
+        v = v.astype(x.dtype) if isinstance(v, TracedArray) else np.asarray(v).astype(x.dtype)
+        y = np.where(cond, v, y)
+    return y
 
 
 @implements(np.ptp)

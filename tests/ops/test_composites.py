@@ -1,6 +1,6 @@
 """numpy functions composed of other traced calls (halojit.graph.numpy_composite):
 the NaN-ignoring reductions, isclose, nan_to_num, select, average, ptp,
-gradient, trapezoid, polyval, tensordot, inner, vdot, kron, cross, meshgrid,
+gradient, trapezoid, polyval, piecewise, tensordot, inner, vdot, kron, cross, meshgrid,
 partition, sinc, logaddexp(2), heaviside, float_power, fabs, ufunc.outer and
 ufunc.accumulate: numpy's values and dtypes on random data with NaN, +-inf,
 all-NaN slices, integer dtypes, non-contiguous views and zero-size arrays;
@@ -89,6 +89,11 @@ CASES = {
     "fabs": (lambda a: np.fabs(a), "i8"),
     "select": (lambda a: np.select([a < -1, a > 1], [a * 2, a * 3], default=0), "f"),
     "select-mixed": (lambda a: np.select([a < 0, a > 50], [a, 1.5]), "i"),
+    "piecewise": (lambda a: np.piecewise(a, [a < 0, a >= 0], [lambda t: -t, lambda t: t * t]),
+                  "f"),
+    "piecewise-else": (lambda a: np.piecewise(a, [a < -20, a > 20], [-1, np.abs, 2.5]), "i"),
+    "piecewise-one": (lambda a: np.piecewise(a, a > 0, [lambda t: t + 1]), "w"),
+    "piecewise-stacked": (lambda a: np.piecewise(a, np.stack([a < 0, a > 1]), [0.5, 2.0]), "g"),
     "ptp": (lambda a: np.ptp(a, axis=1), "g"),
     "ptp-int": (lambda a: np.ptp(a, axis=0, keepdims=True), "i8"),
     "polyval": (lambda a: np.polyval([1.0, -2.0, 0.5], a), "f"),
@@ -169,6 +174,15 @@ def test_nanargmax_raises_at_every_call_on_an_all_nan_slice():
     assert_same(f(ok), np.nanargmax(ok, axis=1))  # the same compiled function, fine again
 
 
+def test_value_checks_also_run_on_an_eager_first_call():
+    bad = D["g"].copy()
+    bad[:, 4] = np.nan
+    f = halojit.trace(lambda a: np.nanargmin(a, axis=0), symbolic=False)
+    with pytest.raises(ValueError, match="All-NaN slice"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f(bad)
+
+
 def test_average_raises_when_weights_sum_to_zero():
     f = halojit.trace(lambda a, w: np.average(a, axis=1, weights=w))
     w = D["w"].copy()
@@ -192,9 +206,12 @@ def test_average_raises_when_weights_sum_to_zero():
     (lambda a: np.average(a, axis=0, weights=a[0]), ValueError),
     (lambda a: np.nanmean(a, where=a > 0), UnsupportedError),
     (lambda a: np.maximum.accumulate(a), UnsupportedError),
+    (lambda a: np.piecewise(a, [a > 0], [1, 2, 3]), ValueError),
+    (lambda a: np.piecewise(a, a > 0, [1]), ValueError),  # 2-D: its rows are the conditions
 ], ids=["kth-high", "kth-low", "gradient-coords", "gradient-nargs", "gradient-short",
         "select-nonbool", "select-lengths", "tensordot-mismatch", "cross-dims",
-        "average-noaxis", "average-wshape", "nanmean-where", "maximum-accumulate"])
+        "average-noaxis", "average-wshape", "nanmean-where", "maximum-accumulate", "piecewise-count",
+        "piecewise-rows"])
 def test_errors(fn, error):
     a = D["g"]
     if error is not UnsupportedError:  # numpy raises the same type
