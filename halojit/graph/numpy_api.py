@@ -1133,7 +1133,7 @@ def _check_indices(ctx, node, n: int, axis: int, loc):
     if node.op == "constant":
         _raise_out_of_bounds(node.params["value"].value, n, axis, loc)
     elif not _bounded_by(node, n):
-        ctx.checks.append((node, lambda v: _raise_out_of_bounds(v, n, axis, loc)))
+        ctx.add_check(node, lambda v: _raise_out_of_bounds(v, n, axis, loc))
 
 
 def _take(ctx, x, index, axis, mode, loc, along=False):

@@ -41,9 +41,7 @@ def _check_per_call(ctx, flag, error):
     def check(value):
         if np.any(value):
             raise error()
-    if ctx.eager:  # symbolic=False: this first call runs on values now
-        check(ctx.values[flag._node])
-    ctx.checks.append((flag._node, check))
+    ctx.add_check(flag._node, check)
 
 
 def _is_float(a) -> bool:

@@ -123,7 +123,7 @@ def searchsorted(a, v, side="left", sorter=None):
         if isinstance(s, TracedArray):
             node = s._node
             if not (node.op == "argsort" and node.inputs[0].shape == (n,)):  # those fit
-                ctx.checks.append((node, check))  # before the call's kernels, as take's
+                ctx.add_check(node, check)  # before the call's kernels, as take's
         else:
             check(s)
         a = take(a, s, mode="clip")  # in range, checked above

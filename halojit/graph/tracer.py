@@ -88,6 +88,14 @@ class TraceContext:
         self.uses_exclude = False
         self._names = self._binding_names(fn)
 
+    def add_check(self, node: Node, check: Callable) -> None:
+        """``check(value of node)`` before every call's kernels (see
+        ``checks``); on an eager first call (symbolic=False), right away,
+        since that call runs on the values as it traces."""
+        if self.eager:
+            check(self.values[node])
+        self.checks.append((node, check))
+
     # -- inputs -----------------------------------------------------------
     def add_input(self, aval: AbstractArray, value=None, name=None) -> "TracedArray":
         node = Node("input", (), {"index": len(self.inputs)}, aval, None)
@@ -194,7 +202,7 @@ class TraceContext:
                 value = node.params["value"].value
                 np.asarray(int(value), dtype=dtype)  # OverflowError, exactly as numpy
             else:  # a weak input, or Python arithmetic on weak inputs: checked per call
-                self.checks.append((node, lambda v, dt=dtype: np.asarray(v.item(), dtype=dt)))
+                self.add_check(node, lambda v, dt=dtype: np.asarray(v.item(), dtype=dt))
         if node.dtype == dtype and node.op == "constant":
             return self.constant(node.params["value"].value)
         return self.emit("astype", [node], {"dtype": dtype}, loc)._node

@@ -187,6 +187,16 @@ def test_weak_int_input_range_is_checked_at_every_call(opt_level):
         g(x8, 1000)  # a cache hit, but numpy would raise: so does halojit
 
 
+def test_weak_int_input_range_is_checked_on_an_eager_first_call(opt_level):
+    # symbolic=False runs the first call on values as it traces: the check
+    # must run then too (it used to wrap 1000 to -24 silently)
+    g = jit(lambda x, s: x + s, opt_level, symbolic=False)
+    with pytest.raises(OverflowError, match="Python integer 1000 out of bounds for int8"), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g(np.zeros(3, np.int8), 1000)
+
+
 # -- Python side effects -------------------------------------------------------------------------
 def test_python_side_effects_happen_only_when_tracing(opt_level, capsys):
     log = []
