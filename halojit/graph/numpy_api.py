@@ -149,6 +149,12 @@ def _sum_dtype(dt):
     return dt
 
 
+def _array(x):
+    """A traced array as is; anything else as numpy's asarray makes it (a
+    Python scalar becomes a strong 0-d array, as numpy's own code has it)."""
+    return x if isinstance(x, TracedArray) else np.asarray(x)
+
+
 def _tr(ctx, x, loc):
     return x if isinstance(x, TracedArray) else TracedArray(ctx.as_node(x, loc), ctx)
 

@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 
 from ..errors import UnsupportedError, format_loc
-from .numpy_api import (COMPOSITE_UFUNCS, _along_last, _ctx_of, _tr, _unsupported_kw,
+from .numpy_api import (COMPOSITE_UFUNCS, _along_last, _array, _ctx_of, _tr, _unsupported_kw,
                         common_dtype, implements)
 from .ops import normalize_axes, normalize_axis
 from .tracer import TracedArray, user_loc
@@ -104,12 +104,20 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=np._NoValue, *, where=n
     return _divide_by_count(total, count)  # 0 / 0 for an all-NaN slice: NaN, as numpy
 
 
+def _ddof(ddof, correction):
+    if correction is np._NoValue:
+        return ddof
+    if ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
+
+
 @implements(np.nanvar)
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
            where=np._NoValue, mean=np._NoValue, correction=np._NoValue):
     _no_extras("nanvar", out=out, where=where, mean=mean)
     a = _tr(_ctx_of(a), a, user_loc())
-    ddof = _ddof("nanvar", ddof, correction)
+    ddof = _ddof(ddof, correction)
     arr, mask = _nan_filled(a, 0)
     keep = _keep(keepdims)
     if mask is None:
@@ -123,19 +131,11 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
     return np.where(dof <= 0, np.nan, var).astype(var.dtype)
 
 
-def _ddof(fname, ddof, correction):
-    if correction is np._NoValue:
-        return ddof
-    if ddof != 0:
-        raise ValueError("ddof and correction can't be provided simultaneously.")
-    return correction
-
-
 @implements(np.nanstd)
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
            where=np._NoValue, mean=np._NoValue, correction=np._NoValue):
     _no_extras("nanstd", out=out, where=where, mean=mean)
-    return np.sqrt(nanvar(a, axis, dtype, None, _ddof("nanstd", ddof, correction), keepdims))
+    return np.sqrt(nanvar(a, axis, dtype, None, _ddof(ddof, correction), keepdims))
 
 
 def _nan_extreme(name, reduce, empty_fill):
@@ -233,7 +233,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 @implements(np.sinc)
 def sinc(x):
-    x = x if isinstance(x, TracedArray) else np.asarray(x)
+    x = _array(x)
     if x.dtype.kind in "biu":
         x = x.astype(np.float64)
     y = np.pi * np.where(x == 0, 1.0e-20, x)  # numpy's own guard against 0 / 0
@@ -287,7 +287,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
     y = np.zeros_like(x)
     for cond, func in zip(conds, funclist):
         v = func(x, *args, **kw) if callable(func) else func
-        v = v.astype(x.dtype) if isinstance(v, TracedArray) else np.asarray(v).astype(x.dtype)
+        v = _array(v).astype(x.dtype)
         y = np.where(cond, v, y)
     return y
 
@@ -310,9 +310,8 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue)
         avg = np.mean(a, axis=axes, keepdims=keep)
         scl = avg.dtype.type(a.size / max(avg.size, 1))
     else:
-        w = weights if isinstance(weights, TracedArray) else np.asarray(weights)
-        kinds = "biu"
-        res_dt = np.result_type(a.dtype, w.dtype, "f8") if a.dtype.kind in kinds else \
+        w = _array(weights)
+        res_dt = np.result_type(a.dtype, w.dtype, "f8") if a.dtype.kind in "biu" else \
             np.result_type(a.dtype, w.dtype)
         if tuple(a.shape) != tuple(w.shape):
             if axes is None:
@@ -389,7 +388,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     if x is None:
         d = dx
     else:
-        x = x if isinstance(x, TracedArray) else np.asarray(x)
+        x = _array(x)
         if x.ndim == 1:
             d = np.diff(x)
             shape = [1] * y.ndim
@@ -404,8 +403,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 
 @implements(np.polyval)
 def polyval(p, x):
-    p = p if isinstance(p, TracedArray) else np.asarray(p)
-    x = x if isinstance(x, TracedArray) else np.asarray(x)
+    p, x = _array(p), _array(x)
     y = np.zeros_like(x)
     for i in range(p.shape[0]):  # Horner's rule, numpy's order and dtypes
         y = y * x + p[i]
@@ -417,8 +415,7 @@ def polyval(p, x):
 def tensordot(a, b, axes=2):
     """numpy's reduction to one matrix product: the summed axes moved last in
     ``a`` and first in ``b``, both flattened to 2-D."""
-    a = a if isinstance(a, TracedArray) else np.asarray(a)
-    b = b if isinstance(b, TracedArray) else np.asarray(b)
+    a, b = _array(a), _array(b)
     if isinstance(axes, (int, np.integer)):
         axes_a, axes_b = list(range(a.ndim - int(axes), a.ndim)), list(range(int(axes)))
     else:
@@ -442,7 +439,7 @@ def tensordot(a, b, axes=2):
 @implements(np.inner)
 def inner(a, b):
     # numpy converts a Python scalar operand to an array: np.inner(x_f32, 2.0) is float64
-    a, b = (v if isinstance(v, TracedArray) else np.asarray(v) for v in (a, b))
+    a, b = _array(a), _array(b)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return np.multiply(a, b)
     if np.ndim(a) == 1 and np.ndim(b) == 1:
@@ -466,8 +463,7 @@ def vdot(a, b):
 def kron(a, b):
     """Every a[i] * b[j] at index i * b.shape + j: both operands padded to one
     rank, their axes interleaved (a's first), multiplied and flattened pairwise."""
-    a = a if isinstance(a, TracedArray) else np.asarray(a)
-    b = b if isinstance(b, TracedArray) else np.asarray(b)
+    a, b = _array(a), _array(b)
     if a.ndim == 0 or b.ndim == 0:
         return np.multiply(a, b)
     nd = max(a.ndim, b.ndim)
@@ -482,8 +478,7 @@ def kron(a, b):
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     if axis is not None:
         axisa = axisb = axisc = axis
-    a = np.moveaxis(a if isinstance(a, TracedArray) else np.asarray(a), axisa, -1)
-    b = np.moveaxis(b if isinstance(b, TracedArray) else np.asarray(b), axisb, -1)
+    a, b = np.moveaxis(_array(a), axisa, -1), np.moveaxis(_array(b), axisb, -1)
     na, nb = a.shape[-1], b.shape[-1]
     if na not in (2, 3) or nb not in (2, 3):
         raise ValueError("incompatible dimensions for cross product\n"
@@ -520,7 +515,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
         shapes[i][i] = -1
     if indexing == "xy" and nd > 1:
         shapes[0][:2], shapes[1][:2] = [1, -1], [-1, 1]
-    out = [np.reshape(x if isinstance(x, TracedArray) else np.asarray(x), s)
+    out = [np.reshape(_array(x), s)
            for x, s in zip(xi, shapes)]
     if not sparse:
         out = np.broadcast_arrays(*out)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DTypeError, ShapeError, UnsupportedError, format_loc
-from .numpy_api import _ctx_of, _tr, _unsupported_kw, implements, reshape, take
+from .numpy_api import _array, _ctx_of, _tr, _unsupported_kw, implements, reshape, take
 from .tracer import TracedArray, user_loc
 
 # Elements of a / bins / xp: each looked-up value costs that many compares.
@@ -42,7 +42,7 @@ MAX_TAPS = 64
 def _vector(ctx, x, fname, what, loc, ndmin=False):
     """``x`` as a traced 1-D array (np.asarray semantics: Python scalars are
     strong); numpy's ValueError (a ShapeError) for any other rank."""
-    x = _tr(ctx, x if isinstance(x, TracedArray) else np.asarray(x), loc)
+    x = _tr(ctx, _array(x), loc)
     if ndmin and x.ndim == 0:
         x = reshape(x, (1,))
     if x.ndim != 1:
@@ -112,7 +112,7 @@ def searchsorted(a, v, side="left", sorter=None):
     _limit("searchsorted", "a", n, MAX_SORTED, loc,
            "each value costs len(a) compares (no binary search in a traced graph)")
     if sorter is not None:
-        s = sorter if isinstance(sorter, TracedArray) else np.asarray(sorter)
+        s = _array(sorter)
         if s.dtype.kind not in "iu":
             raise TypeError(f"np.searchsorted: sorter must only contain integers, got "
                             f"{s.dtype}{format_loc(loc)}.")
