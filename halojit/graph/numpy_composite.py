@@ -37,11 +37,18 @@ def _keep(keepdims):
 
 def _check_per_call(ctx, flag, error):
     """Raise ``error()`` at every call where the traced boolean ``flag`` is
-    true, before any kernel runs (numpy raises from values here)."""
+    true, before any kernel runs (numpy raises from values here). The flag
+    is computed in numpy from the inputs at each call: one extra pass over
+    the data, the price of numpy's error."""
     def check(value):
         if np.any(value):
             raise error()
     ctx.add_check(flag._node, check)
+
+
+def _traced(a):
+    """``a`` as a TracedArray of the trace it belongs to."""
+    return _tr(_ctx_of(a), a, user_loc())
 
 
 def _is_float(a) -> bool:
@@ -57,26 +64,24 @@ def _nan_filled(a, fill):
     return np.where(mask, fill, a), mask
 
 
-@implements(np.nansum)
-def nansum(a, axis=None, dtype=None, out=None, keepdims=np._NoValue,
+def _nan_fold(name, fold, fill):
+    """np.nansum / np.nanprod: the fold with NaN replaced by its identity."""
+    def fn(a, axis=None, dtype=None, out=None, keepdims=np._NoValue,
            initial=np._NoValue, where=np._NoValue):
-    _no_extras("nansum", out=out, initial=initial, where=where)
-    a = _tr(_ctx_of(a), a, user_loc())
-    return np.sum(_nan_filled(a, 0)[0], axis=axis, dtype=dtype, keepdims=_keep(keepdims))
+        _no_extras(name, out=out, initial=initial, where=where)
+        return fold(_nan_filled(_traced(a), fill)[0], axis=axis, dtype=dtype,
+                    keepdims=_keep(keepdims))
+    return fn
 
 
-@implements(np.nanprod)
-def nanprod(a, axis=None, dtype=None, out=None, keepdims=np._NoValue,
-            initial=np._NoValue, where=np._NoValue):
-    _no_extras("nanprod", out=out, initial=initial, where=where)
-    a = _tr(_ctx_of(a), a, user_loc())
-    return np.prod(_nan_filled(a, 1)[0], axis=axis, dtype=dtype, keepdims=_keep(keepdims))
+implements(np.nansum)(_nan_fold("nansum", np.sum, 0))
+implements(np.nanprod)(_nan_fold("nanprod", np.prod, 1))
 
 
 def _nan_scan(name, scan, fill):
     def fn(a, axis=None, dtype=None, out=None):
         _no_extras(name, out=out)
-        a = _tr(_ctx_of(a), a, user_loc())
+        a = _traced(a)
         return scan(_nan_filled(a, fill)[0], axis=axis, dtype=dtype)
     return fn
 
@@ -94,7 +99,7 @@ def _divide_by_count(total, count):
 @implements(np.nanmean)
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=np._NoValue, *, where=np._NoValue):
     _no_extras("nanmean", out=out, where=where)
-    a = _tr(_ctx_of(a), a, user_loc())
+    a = _traced(a)
     arr, mask = _nan_filled(a, 0)
     keep = _keep(keepdims)
     if mask is None:
@@ -116,7 +121,7 @@ def _ddof(ddof, correction):
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
            where=np._NoValue, mean=np._NoValue, correction=np._NoValue):
     _no_extras("nanvar", out=out, where=where, mean=mean)
-    a = _tr(_ctx_of(a), a, user_loc())
+    a = _traced(a)
     ddof = _ddof(ddof, correction)
     arr, mask = _nan_filled(a, 0)
     keep = _keep(keepdims)
@@ -142,7 +147,7 @@ def _nan_extreme(name, reduce, empty_fill):
     def fn(a, axis=None, out=None, keepdims=np._NoValue, initial=np._NoValue,
            where=np._NoValue):
         _no_extras(name, out=out, initial=initial, where=where)
-        a = _tr(_ctx_of(a), a, user_loc())
+        a = _traced(a)
         keep = _keep(keepdims)
         arr, mask = _nan_filled(a, empty_fill)
         r = reduce(arr, axis=axis, keepdims=keep)
@@ -219,7 +224,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 @implements(np.nan_to_num)
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
-    x = _tr(_ctx_of(x), x, user_loc())
+    x = _traced(x)
     if not _is_float(x):
         return np.copy(x)
     dt = x.dtype

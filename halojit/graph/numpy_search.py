@@ -219,7 +219,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if n == 1:  # numpy's special case: no NaN test, a NaN x gives fp[0]
         return np.where(x < xp[0], lval, np.where(x > xp[0], rval, fp[0]))
     # j: the last sample point at or below x (binary_search_with_guess on a sorted xp)
-    count = np.sum(xp <= x[..., None], axis=-1, dtype=np.intp)
+    count = _count_sorted(ctx, xp, x, True, loc)  # xp <= x (a NaN x is set apart below)
     j = np.clip(count - 1, 0, n - 2)
     x0, x1 = take(xp, j, mode="clip"), take(xp, j + 1, mode="clip")
     f0, f1 = take(fp, j, mode="clip"), take(fp, j + 1, mode="clip")
