@@ -350,6 +350,15 @@ def _nan_pick(op):
     return lambda acc, v: hl.select(hl.is_nan(v) | better(acc, v), v, acc)
 
 
+def _nan_skip(op):
+    """combine(acc, v) of np.fmax/fmin.reduce from a NaN init: a NaN value
+    never wins over a number, a NaN accumulator takes any value, so the
+    result is NaN only where every value is (numpy's nanmax in one pass,
+    where a max of NaN-filled values and an all-NaN test took two)."""
+    better = (lambda acc, v: v > acc) if op == "nanmax" else (lambda acc, v: v < acc)
+    return lambda acc, v: hl.select(better(acc, v) | hl.is_nan(acc), v, acc)
+
+
 def _reducer(op, dt):
     """(accumulator type, init Expr, combine(acc, v)) of a reduction op."""
     ct = H.compute_type(dt)
@@ -362,6 +371,10 @@ def _reducer(op, dt):
             ct = hl.Float(64)                   # large product drift by 1e-3
         return ct, (hl.cast(ct, 1) if dt.kind != "b" else H.literal(True, dt)), \
             H.BINARY["multiply"]
+    if op in ("nanmax", "nanmin") and dt.kind == "f":
+        return ct, H.literal(np.nan, dt), _nan_skip(op)
+    if op in ("nanmax", "nanmin"):
+        op = op[3:]  # without NaN, as max and min
     if op in ("max", "min"):
         if dt.kind == "f":
             init = H.literal(-np.inf if op == "max" else np.inf, dt)
@@ -987,7 +1000,7 @@ def lower_matmul_blocked(lw, node, a, b, block):
 
 LOWER = {
     "sum": lower_reduce, "prod": lower_reduce, "max": lower_reduce, "min": lower_reduce,
-    "any": lower_reduce, "all": lower_reduce,
+    "nanmax": lower_reduce, "nanmin": lower_reduce, "any": lower_reduce, "all": lower_reduce,
     "argmax": lower_argreduce, "argmin": lower_argreduce,
     "cumsum": lower_scan, "cumprod": lower_scan, "sort": lower_sort,
     "argsort": lower_sort,

@@ -77,7 +77,7 @@ def _cast_all(ctx, xs, loc, dtype=None):
 
 # -- ufuncs --------------------------------------------------------------------
 _REDUCE_UFUNCS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
-                  "logical_and": "all", "logical_or": "any"}
+                  "fmax": "nanmax", "fmin": "nanmin", "logical_and": "all", "logical_or": "any"}
 _ACCUMULATE_UFUNCS = {"add": "cumsum", "multiply": "cumprod"}
 # ufuncs with no graph op of their own: name -> a function of the operands
 # (TracedArrays already cast to numpy's loop dtypes), filled in by numpy_composite
@@ -172,7 +172,9 @@ def reduction(name, x, axis=None, keepdims=False, dtype=None, ddof=0):
     if name in ("sum", "prod"):
         acc = np.dtype(dtype) if dtype is not None else _sum_dtype(node.dtype)
         return ctx.emit(name, [ctx.cast(node, acc, loc)], {"axes": axes, "keepdims": keepdims}, loc)
-    if name in ("max", "min"):
+    if name in ("nanmax", "nanmin") and node.dtype.kind != "f":
+        name = name[3:]  # no NaN to skip
+    if name in ("max", "min", "nanmax", "nanmin"):
         return ctx.emit(name, [ctx.cast(node, node.dtype, loc)], {"axes": axes, "keepdims": keepdims}, loc)
     if name in ("any", "all"):
         return ctx.emit(name, [ctx.cast(node, np.bool_, loc)], {"axes": axes, "keepdims": keepdims}, loc)

@@ -46,7 +46,7 @@ TEMPLATES = {
 }
 
 
-REDUCTIONS = ("sum", "prod", "max", "min", "any", "all", "argmax", "argmin")
+REDUCTIONS = ("sum", "prod", "max", "min", "nanmax", "nanmin", "any", "all", "argmax", "argmin")
 
 
 def row_reduce_fits(graph) -> bool:

@@ -6,11 +6,13 @@ against numpy eager at each opt level.
 from __future__ import annotations
 
 
+import warnings
+
 import numpy as np
 import pytest
 
-from helpers import (Case, DTYPES, FLOAT_DTYPES, assert_matches_numpy, level_params, numpy_eager,
-                     random_array)
+from helpers import (HAS_HALIDE_BACKEND, Case, DTYPES, FLOAT_DTYPES, assert_matches_numpy,
+                     level_params, numpy_eager, random_array)
 
 REDUCTIONS = ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "any",
               "all")
@@ -161,3 +163,51 @@ def test_bad_reduction_axis_raises_like_numpy(axis, opt_level):
     """numpy raises AxisError (a ValueError) or ValueError for repeated axes."""
     x = np.ones((2, 3, 4), np.float32)
     assert_matches_numpy(lambda x: x.sum(axis=axis), (x,), opt_level, expect_error=True)
+
+
+def nan_skipping_cases():
+    """np.nanmax/nanmin and np.fmax/fmin.reduce skip NaN in one pass: NaN
+    only for an all-NaN slice. Shapes reach the vector partials of a last-axis
+    reduction (with a tail), the column chunks of axis 0 and the chunked full
+    reduction of a long vector."""
+    cases = []
+    rng = np.random.default_rng(11)
+    for dtype in FLOAT_DTYPES:
+        x = random_array(rng, (5, 301), dtype, -4.0, 4.0)
+        x[rng.random(x.shape) < 0.4] = np.nan
+        x[2] = np.nan
+        x[:, 7] = np.nan
+        x[0, 3], x[1, 4], x[3, 300], x[4, 0] = np.inf, -np.inf, -0.0, 9.0
+        col = np.ascontiguousarray(x.T)  # (301, 5): axis 0 is long
+        cases += [
+            Case(f"nanmax-{dtype}-rows", lambda a: np.nanmax(a, axis=1), (x,)),
+            Case(f"nanmin-{dtype}-cols", lambda a: np.nanmin(a, axis=0, keepdims=True), (col,)),
+            Case(f"fmax-reduce-{dtype}-all", lambda a: np.fmax.reduce(a, axis=None), (x,)),
+            Case(f"fmin-reduce-{dtype}-axis0", lambda a: np.fmin.reduce(a), (x,)),
+            Case(f"nanmax-{dtype}-view", lambda a: np.nanmax(a[::-1, ::3], axis=1), (x,)),
+        ]
+    long = random_array(rng, (40000,), np.float32, -4.0, 4.0)
+    long[rng.random(long.shape) < 0.9] = np.nan
+    cases += [
+        Case("nanmax-long", lambda a: np.nanmax(a), (long,)),
+        Case("nanmin-long-all-nan", lambda a: np.nanmin(a), (np.full(40000, np.nan, np.float32),)),
+        Case("nanmax-int", lambda a: np.nanmax(a, axis=0), (random_array(rng, (7, 9), np.int32),)),
+        Case("fmin-reduce-uint8", lambda a: np.fmin.reduce(a, axis=1),
+             (random_array(rng, (7, 9), np.uint8),)),
+        Case("nanmax-empty", lambda a: np.nanmax(a, axis=0), (np.zeros((0, 3), np.float32),),
+             True),
+    ]
+    return cases
+
+
+NAN_SKIPPING_CASES = nan_skipping_cases()
+
+
+# every case compiled (the point is the lowering's NaN-skipping combine)
+@pytest.mark.parametrize("case,opt_level", level_params(NAN_SKIPPING_CASES, levels=[0])
+                         + [pytest.param(c, 3, id=f"{c.id}-O3") for c in NAN_SKIPPING_CASES
+                            if HAS_HALIDE_BACKEND])
+def test_nan_skipping_extremes(case, opt_level):
+    with warnings.catch_warnings():  # numpy warns of all-NaN slices
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert_matches_numpy(case.fn, case.args, opt_level, expect_error=case.expect_error)

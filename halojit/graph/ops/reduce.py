@@ -1,4 +1,4 @@
-"""Reductions: sum, prod, max, min, any, all (over ``axes``) and argmax,
+"""Reductions: sum, prod, max, min, nanmax, nanmin, any, all (over ``axes``) and argmax,
 argmin (over one axis); the scans cumsum, cumprod (along one ``axis``,
 same shape out), which fuse as reductions do; and ``sort`` and
 ``argsort`` (along one ``axis``, same shape out; argsort's int64). A scan runs serially along its axis, which no
@@ -24,9 +24,12 @@ from . import REDUCTION, SCAN, SORT, OpDef, register
 REDUCERS = {
     "sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
     "any": np.any, "all": np.all,
+    # NaN-ignoring extremes (np.fmax.reduce, np.nanmax): NaN only where every
+    # value is NaN; the tracer emits them for float operands only
+    "nanmax": np.fmax.reduce, "nanmin": np.fmin.reduce,
 }
 ARG_REDUCERS = {"argmax": np.argmax, "argmin": np.argmin}
-_NO_IDENTITY = ("max", "min", "argmax", "argmin")
+_NO_IDENTITY = ("max", "min", "nanmax", "nanmin", "argmax", "argmin")
 
 
 def reduced_shape(shape, axes, keepdims):
