@@ -13,7 +13,8 @@ from cuda_helpers import TARGET, check_lowered, entries, lower
 import halojit
 from halojit.bench.workloads import workloads
 
-REDUCTIONS = ["sum", "prod", "max", "min", "mean", "var", "std", "any", "all", "argmax", "argmin"]
+REDUCTIONS = ["sum", "prod", "max", "min", "nanmax", "mean", "var", "std", "any", "all", "argmax",
+              "argmin"]
 AXES = {"last": -1, "axis0": 0, "full": None}
 
 
@@ -50,6 +51,7 @@ REDUCTION_SAMPLES = [
     ("min", "float16", -1, False), ("argmax", "float64", -1, False),
     ("argmin", "int32", None, False), ("var", "float64", 0, False),
     ("any", "float32", -1, True), ("all", "int32", None, False), ("std", "float32", -1, True),
+    ("nanmin", "float64", None, True),
 ]
 
 
