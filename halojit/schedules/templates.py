@@ -542,7 +542,25 @@ def apply_elementwise(lowered, params) -> str:
     strict_float, the halojit float32 tanh on (16384, 1024) into a
     preallocated output): Adams2019's 16-lane schedule 16-19 ms, 32 lanes
     6.0 ms, 64 lanes 5.5 ms, 16 lanes unrolled 4x 8.0 ms; on (4096, 1024),
-    in cache, 1.50 -> 1.26 ms."""
+    in cache, 1.50 -> 1.26 ms.
+
+    The lever left for large outputs is the store itself. A plain store to an
+    uncached line reads it first (read-for-ownership), so writing 64 MiB
+    moves 128 MiB. Non-temporal stores skip that read. Measured on the
+    2-core AVX2 VM (AMD EPYC), relu(x + b) on (16384, 1024) float32, two
+    threads, best of 20, in C with intrinsics: plain stores 5.2-5.8 ms,
+    _mm256_stream_ps 3.4-4.0 ms; in the same run a Halide kernel took 5.3 ms.
+    Halide 21 has no non-temporal store. Two workarounds were tried and
+    dropped:
+      - an extern stage that stream-copies each tile, split and parallel:
+        Halide queries the extern's bounds once for the whole output, so
+        each tile recomputes its producer over the whole image;
+      - a serial Halide kernel per 32-row chunk into a scratch buffer in
+        L2, then a streaming copy out (C driver, OpenMP): 5.6 ms, slower
+        than the plain kernel.
+    Other options: non-temporal metadata on the LLVM stores, which needs an
+    LLVM outside Halide's; and vmovntps, which faults unless the address is
+    32-byte aligned, while numpy's large arrays sit 16 bytes past a page."""
     vector, task_kib = _int(params, "vector"), _int(params, "task_kib")
     fix_extents(lowered)
     out = lowered.outputs[0]
