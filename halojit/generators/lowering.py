@@ -371,10 +371,8 @@ def _reducer(op, dt):
             ct = hl.Float(64)                   # large product drift by 1e-3
         return ct, (hl.cast(ct, 1) if dt.kind != "b" else H.literal(True, dt)), \
             H.BINARY["multiply"]
-    if op in ("nanmax", "nanmin") and dt.kind == "f":
+    if op in ("nanmax", "nanmin"):  # float operands only (numpy_api.reduction)
         return ct, H.literal(np.nan, dt), _nan_skip(op)
-    if op in ("nanmax", "nanmin"):
-        op = op[3:]  # without NaN, as max and min
     if op in ("max", "min"):
         if dt.kind == "f":
             init = H.literal(-np.inf if op == "max" else np.inf, dt)

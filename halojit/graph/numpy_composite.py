@@ -143,20 +143,18 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
     return np.sqrt(nanvar(a, axis, dtype, None, _ddof(ddof, correction), keepdims))
 
 
-def _nan_extreme(name, reduce, skip_nan):
-    """np.nanmax / np.nanmin: numpy's fmax/fmin.reduce over float arrays,
-    one pass (NaN only where a whole slice is NaN); max/min otherwise."""
+def _nan_extreme(name, skip_nan):
+    """np.nanmax / np.nanmin: numpy's fmax/fmin.reduce, one pass (NaN only
+    where a whole slice is NaN; the tracer takes max/min for integers)."""
     def fn(a, axis=None, out=None, keepdims=np._NoValue, initial=np._NoValue,
            where=np._NoValue):
         _no_extras(name, out=out, initial=initial, where=where)
-        a = _traced(a)
-        fold = skip_nan.reduce if _is_float(a) else reduce
-        return fold(a, axis=axis, keepdims=_keep(keepdims))
+        return skip_nan.reduce(_traced(a), axis=axis, keepdims=_keep(keepdims))
     return fn
 
 
-implements(np.nanmax)(_nan_extreme("nanmax", np.max, np.fmax))
-implements(np.nanmin)(_nan_extreme("nanmin", np.min, np.fmin))
+implements(np.nanmax)(_nan_extreme("nanmax", np.fmax))
+implements(np.nanmin)(_nan_extreme("nanmin", np.fmin))
 
 
 def _nan_arg(name, arg, fill):
