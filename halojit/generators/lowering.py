@@ -339,24 +339,23 @@ def _ref(f, out_vars, tuple_valued=False):
 
 
 def _nan_pick(op):
-    """combine(acc, v) of a float max/min reduction with numpy's NaN
-    propagation: a NaN value wins, a NaN accumulator stays (v > NaN is
-    false), ties keep the accumulator. Two compares and a blend per
-    vector, where np.maximum's elementwise lowering (NaN checks on both
-    operands around a max) takes five operations and two register copies:
-    softmax (16384, 1024) with RowReduce vector 32, best of 21, 2-core
-    AVX-512 VM, 7.5-7.7 -> 7.1-7.2 ms."""
-    better = (lambda acc, v: v > acc) if op == "max" else (lambda acc, v: v < acc)
+    """combine(acc, v) of a float max/min reduction, two compares and a
+    blend per vector; ties keep the accumulator.
+
+    max/min propagate NaN as numpy does: a NaN value wins, a NaN
+    accumulator stays (v > NaN is false). np.maximum's elementwise lowering
+    (NaN checks on both operands around a max) takes five operations and
+    two register copies: softmax (16384, 1024) with RowReduce vector 32,
+    best of 21, 2-core AVX-512 VM, 7.5-7.7 -> 7.1-7.2 ms.
+
+    nanmax/nanmin (np.fmax/fmin.reduce) start from NaN and skip it: a NaN
+    value never wins over a number, a NaN accumulator takes any value, so
+    the result is NaN only where every value is (numpy's nanmax in one
+    pass, where a max of NaN-filled values and an all-NaN test took two)."""
+    better = (lambda acc, v: v > acc) if op in ("max", "nanmax") else (lambda acc, v: v < acc)
+    if op.startswith("nan"):
+        return lambda acc, v: hl.select(better(acc, v) | hl.is_nan(acc), v, acc)
     return lambda acc, v: hl.select(hl.is_nan(v) | better(acc, v), v, acc)
-
-
-def _nan_skip(op):
-    """combine(acc, v) of np.fmax/fmin.reduce from a NaN init: a NaN value
-    never wins over a number, a NaN accumulator takes any value, so the
-    result is NaN only where every value is (numpy's nanmax in one pass,
-    where a max of NaN-filled values and an all-NaN test took two)."""
-    better = (lambda acc, v: v > acc) if op == "nanmax" else (lambda acc, v: v < acc)
-    return lambda acc, v: hl.select(better(acc, v) | hl.is_nan(acc), v, acc)
 
 
 def _reducer(op, dt):
@@ -372,7 +371,7 @@ def _reducer(op, dt):
         return ct, (hl.cast(ct, 1) if dt.kind != "b" else H.literal(True, dt)), \
             H.BINARY["multiply"]
     if op in ("nanmax", "nanmin"):  # float operands only (numpy_api.reduction)
-        return ct, H.literal(np.nan, dt), _nan_skip(op)
+        return ct, H.literal(np.nan, dt), _nan_pick(op)
     if op in ("max", "min"):
         if dt.kind == "f":
             init = H.literal(-np.inf if op == "max" else np.inf, dt)
