@@ -26,6 +26,8 @@ ENV_VARS = {
                                     "(default: the device's, else 8.0; at most 8.6, Halide 21's newest)"),
     "HALOJIT_FAST_MATH": ("0", "1: float32 transcendentals as float32 polynomials and no strict_float "
                                "(faster; a few ulp, no NaN/inf/huge-argument guarantees)"),
+    "HALOJIT_STREAM_STORES": ("auto", "outputs of at least this many bytes are written with non-temporal "
+                                      "(streaming) stores on x86-64: auto = the L3 cache size, 0 = never"),
 }
 
 
@@ -38,6 +40,7 @@ class Config:
     num_threads: int
     strict_float: bool
     fast_math: bool = False
+    stream_min_bytes: int = 0  # 0: no streaming stores (see HALOJIT_STREAM_STORES)
 
 
 def _parse_backend(raw: str) -> str:
@@ -60,6 +63,27 @@ def _parse_int(name: str, raw: str) -> int:
     return value
 
 
+def l3_cache_bytes() -> int:
+    """The L3 (last-level) cache size, 32 MiB when the OS does not say."""
+    try:
+        size = os.sysconf("SC_LEVEL3_CACHE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        size = 0
+    return size if size > 0 else 32 << 20
+
+
+def _parse_stream(raw: str) -> int:
+    value = raw.strip().lower()
+    if value in ("", "auto"):
+        return l3_cache_bytes()
+    if value in ("off", "no", "false"):
+        return 0
+    if not value.isdigit():
+        raise HalojitError(f"HALOJIT_STREAM_STORES={raw!r}: expected auto, 0 (never) or a "
+                           f"size in bytes (e.g. 33554432).")
+    return int(value)
+
+
 def get_config() -> Config:
     env = os.environ
     cache_dir = env.get("HALOJIT_CACHE_DIR") or "~/.cache/halojit"
@@ -71,4 +95,5 @@ def get_config() -> Config:
         num_threads=_parse_int("HALOJIT_NUM_THREADS", env.get("HALOJIT_NUM_THREADS", "0")),
         strict_float=env.get("HALOJIT_STRICT_FLOAT", "1").strip() not in ("0", "false", "no"),
         fast_math=env.get("HALOJIT_FAST_MATH", "0").strip() not in ("", "0", "false", "no"),
+        stream_min_bytes=_parse_stream(env.get("HALOJIT_STREAM_STORES", "auto")),
     )

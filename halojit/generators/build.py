@@ -21,6 +21,7 @@ from ..graph.ir import Graph, Node
 from ..graph.passes.matmul import split_long_matmuls
 from ..runtime.cache import halide_version, is_valid_so, kernel_dir
 from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, parse_autoscheduler
+from .streaming import aligned_for_stream, alignable, stream_outputs
 
 # Bump when lowering changes what a cached kernel computes.
 CODEGEN_VERSION = "34"
@@ -58,6 +59,7 @@ class KernelInfo:
     compile_seconds: float
     stmt_path: str | None = None
     schedule_path: str | None = None
+    streamed: tuple = ()  # indices of the group's outputs written with streaming stores
 
     @property
     def ops(self) -> list[str]:
@@ -227,6 +229,9 @@ def kernel_name(local: Graph, spec: ScheduleSpec, target) -> str:
              CODEGEN_VERSION)
     if get_config().fast_math:  # the lowering differs, not only the target
         parts += ("fast_math",)
+    streamed = stream_outputs(local, target)
+    if streamed:
+        parts += ("stream" + ",".join(map(str, streamed)),)
     for part in parts:
         h.update(part.encode())
         h.update(b"|")
@@ -240,30 +245,32 @@ def compile_kernels(groups: list[Group], target, autoscheduler=None) -> list[Ker
     user_spec = parse_autoscheduler(autoscheduler)
     out_dir = kernel_dir(target)
     infos: list[KernelInfo | None] = []
-    requests, pending, by_name = [], [], {}
+    requests, pending, by_name, streams = [], [], {}, {}
     for k, g in enumerate(groups):
         local = group_graph(g)
         # A user-given autoscheduler wins, then a tuning run's recorded best.
         spec = user_spec or tuned_spec(local, target) or default_spec(local, target)
         fn = kernel_name(local, spec, target)
+        stream = stream_outputs(local, target)
         so = out_dir / f"{fn}.so"
         meta = out_dir / f"{fn}.json"
         if is_valid_so(so, fn) and meta.exists():
             try:
                 info = json.loads(meta.read_text())
                 infos.append(KernelInfo(g, fn, so, info["spec"], True, 0.0,
-                                        info.get("stmt"), info.get("schedule")))
+                                        info.get("stmt"), info.get("schedule"), stream))
                 _log(f"kernel {fn} ({len(g.nodes)} ops): disk cache hit")
                 continue
             except (ValueError, KeyError):
                 pass  # unreadable sidecar: rebuild
         infos.append(None)
         pending.append((k, fn))
+        streams[k] = stream
         if fn in by_name:  # an identical group earlier in this graph: one compile
             continue
         by_name[fn] = len(requests)
         requests.append({"graph": local, "fn_name": fn, "target": str(target),
-                         "fast_math": get_config().fast_math,
+                         "fast_math": get_config().fast_math, "stream": stream,
                          "specs": fallback_chain(spec, target), "out_dir": str(out_dir)})
         _log(f"kernel {fn} ({len(g.nodes)} ops: {', '.join(n.op for n in g.nodes[:6])}"
              f"{'...' if len(g.nodes) > 6 else ''}): compiling ({spec})")
@@ -280,7 +287,7 @@ def compile_kernels(groups: list[Group], target, autoscheduler=None) -> list[Ker
                 _log(f"kernel {fn}: compiled in {res['compile_seconds']:.2f}s with {res['spec']}")
             infos[k] = KernelInfo(groups[k], fn, Path(res["so"]), res["spec"], shared,
                                   0.0 if shared else res["compile_seconds"], res.get("stmt"),
-                                  res.get("schedule"))
+                                  res.get("schedule"), streams[k])
     return infos
 
 
@@ -369,7 +376,12 @@ class HalideExecutor:
         # every output a distinct kernel-written array, in order: __call__
         # returns the arrays it allocated (api skips its freshness checks)
         self.fresh_outputs = list(graph.outputs) == self.out_nodes
-        self._small_out = [nbytes < POOL_MIN_BYTES for nbytes in self._out_nbytes]
+        # outputs whose kernel streams its stores and asserts 16-byte alignment
+        streamed = {info.group.outputs[j] for info in kernels for j in info.streamed}
+        self._aligned = [o in streamed and alignable(o.shape, o.dtype.itemsize)
+                         for o in self.out_nodes]
+        self._small_out = [nbytes < POOL_MIN_BYTES and not al
+                           for nbytes, al in zip(self._out_nbytes, self._aligned)]
         self._pools = [[] for _ in self.out_nodes]
         self._pool_lock = threading.Lock()
         self._ids = layout.ids
@@ -386,17 +398,18 @@ class HalideExecutor:
         shape, dtype = self._out_specs[k]
         nbytes = self._out_nbytes[k]
         if nbytes < POOL_MIN_BYTES:
-            return np.empty(shape, dtype)
+            return _empty(nbytes).view(dtype).reshape(shape)
         pool = self._pools[k]
         with self._pool_lock:
             for mem in pool:
                 if sys.getrefcount(mem) <= _FREE_REFCOUNT:
                     return mem.view(dtype).reshape(shape)
             if len(pool) < POOL_SLOTS:
-                mem = np.empty(nbytes, np.uint8)
-                pool.append(mem)
+                mem = _empty(nbytes)
+                if mem.base is None:  # pool owners only: a view's views keep its owner alive, not it
+                    pool.append(mem)
                 return mem.view(dtype).reshape(shape)
-        return np.empty(shape, dtype)
+        return _empty(nbytes).view(dtype).reshape(shape)
 
     def _target(self, k: int, given, ins) -> np.ndarray:
         """Write output k straight into the caller's ``out=`` array when a
@@ -404,6 +417,8 @@ class HalideExecutor:
         if given is not None:
             o = given[self._out_pos[k]]
             last_ok = o.ndim == 0 or o.shape[-1] <= 1 or o.strides[-1] == o.itemsize
+            if self._aligned[k] and not aligned_for_stream(o):
+                last_ok = False  # the kernel asserts alignment: write a copy
             if last_ok and not any(np.may_share_memory(o, x) for x in ins):
                 return o
         return self._alloc(k)
@@ -471,12 +486,15 @@ class HalideExecutor:
         shape, dtype = specs[0]
         itemsize = dtype.itemsize
         may_share = np.may_share_memory
+        aligned = self._aligned[0]
 
         def call_out(args, out):
             if (type(out) is not np.ndarray or out.shape != shape or out.dtype != dtype
                     or not out.flags.writeable):
                 return None
             if shape and shape[-1] > 1 and out.strides[-1] != itemsize:
+                return None
+            if aligned and not aligned_for_stream(out):
                 return None
             for x in args:
                 if may_share(out, x):
@@ -487,6 +505,17 @@ class HalideExecutor:
 
     def timings(self) -> list[float]:
         return list(self.plan.last_timings())
+
+
+def _empty(nbytes: int) -> np.ndarray:
+    """``nbytes`` of uninitialised memory at a 16-byte aligned address, as
+    streaming stores need (numpy's allocator gives that; a custom one may not)."""
+    mem = np.empty(nbytes, np.uint8)
+    if mem.ctypes.data % 16 == 0:
+        return mem
+    mem = np.empty(nbytes + 16, np.uint8)
+    start = -mem.ctypes.data % 16
+    return mem[start:start + nbytes]
 
 
 def _has_zero_size(graph: Graph) -> bool:

@@ -12,6 +12,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -75,6 +76,7 @@ class CompiledKernel:
     schedule_path: Path | None
     seconds: float  # compile_to + link, wall time
     extra_paths: dict[str, Path] | None = None  # every extra output by OutputFileType name
+    streamed: tuple[str, ...] = ()  # output buffers written with streaming stores
 
 
 def host_target(target_str: str = "host") -> hl.Target:
@@ -230,6 +232,7 @@ def compile_pipeline(
     out_dir: Path,
     extra_outputs: Sequence[str] = ("stmt", "schedule"),
     autoscheduler_results: hl.AutoSchedulerResults | None = None,
+    streamed: Sequence[str] = (),
 ) -> CompiledKernel:
     """Compile ``pipeline`` AOT into ``out_dir/<fn_name>.so`` (linked without
     libHalide; ``target`` should carry ``no_runtime``, see host_target).
@@ -244,6 +247,9 @@ def compile_pipeline(
     ``autoscheduler_results``: Halide 21 writes the ``schedule`` and
     ``featurization`` outputs only from results attached to the Module
     (``Pipeline.compile_to`` alone writes "No autoscheduler has been run").
+
+    ``streamed`` names output buffers to write with non-temporal stores:
+    the kernel then goes through LLVM bitcode and llvmlite (see streaming.py).
     """
     unknown = [name for name in extra_outputs if name not in OUTPUT_SUFFIXES]
     if unknown:
@@ -255,9 +261,12 @@ def compile_pipeline(
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=f".{fn_name}.") as tmp_name:
         tmp = Path(tmp_name)
-        files = {hl.OutputFileType.object: tmp / f"{fn_name}.o"}
+        obj = tmp / f"{fn_name}.o"
+        files = {hl.OutputFileType.bitcode if streamed else hl.OutputFileType.object:
+                 obj.with_suffix(".bc") if streamed else obj}
         for name in extra_outputs:
             files[getattr(hl.OutputFileType, name)] = tmp / f"{fn_name}{OUTPUT_SUFFIXES[name]}"
+        asm = files.pop(hl.OutputFileType.assembly, None) if streamed else None  # llvmlite's, below
         try:
             module = pipeline.compile_to_module(list(args), fn_name, target)
             if autoscheduler_results is not None:
@@ -265,8 +274,20 @@ def compile_pipeline(
             module.compile({k: str(v) for k, v in files.items()})
         except hl.HalideError as e:
             raise CompileError(f"Halide could not compile kernel {fn_name!r} for {target}: {e}") from e
+        done = ()
+        if streamed:
+            from .streaming import streamed_object
+            try:
+                done = tuple(streamed_object(obj.with_suffix(".bc"), streamed, obj, asm))
+            except RuntimeError as e:  # llvmlite could not read or build it: plain stores
+                if get_config().log:
+                    print(f"[halojit] kernel {fn_name}: no streaming stores ({e})", file=sys.stderr)
+                plain = {hl.OutputFileType.object: str(obj)}
+                if asm is not None:
+                    plain[hl.OutputFileType.assembly] = str(asm)
+                module.compile(plain)
         tmp_so = tmp / f"{fn_name}.so"
-        _link([files[hl.OutputFileType.object]], tmp_so)
+        _link([obj], tmp_so)
         extra_paths = {}
         for name in extra_outputs:
             src = tmp / f"{fn_name}{OUTPUT_SUFFIXES[name]}"
@@ -283,6 +304,7 @@ def compile_pipeline(
         schedule_path=extra_paths.get("schedule"),
         seconds=time.perf_counter() - start,
         extra_paths=extra_paths,
+        streamed=done,
     )
 
 

@@ -50,31 +50,41 @@ def _compile_quietly(request: dict) -> dict:
 
 
 def compile_group(request: dict) -> dict:
-    """request: graph, fn_name, target (string), specs (fallback chain), out_dir."""
+    """request: graph, fn_name, target (string), specs (fallback chain),
+    out_dir, and optionally stream (indices of outputs to write with
+    streaming stores; by default streaming.stream_outputs decides)."""
     import halide as hl
 
     from ..schedules.autoschedule import apply_schedule, set_estimates
     from .compile import compile_pipeline
     from .lowering import lower_group
+    from .streaming import prepare_output, stream_outputs
 
     graph = request["graph"]
     fn_name = request["fn_name"]
     target = hl.Target(request["target"])
     out_dir = Path(request["out_dir"])
     failures = []
+    # outputs written with streaming stores: the caller's choice (it named the kernel after it)
+    stream = request.get("stream")
+    if stream is None:
+        stream = stream_outputs(graph, target)
     # a CUDA kernel also keeps its PTX (<fn>.device_code) for inspection and tests
     extras = ("stmt", "schedule") + (("device_code",) if target.has_gpu_feature() else ())
     t0 = time.perf_counter()
     for spec in request["specs"]:
         try:
             lowered = lower_group(graph, fn_name, spec, target, request.get("fast_math", False))
+            streamed = [prepare_output(lowered.outputs[k], graph.outputs[k].shape)
+                        for k in stream]
             set_estimates(lowered.params, lowered.outputs,
                           [i.shape for i in graph.inputs], [o.shape for o in graph.outputs])
             t_sched = time.perf_counter()
             results, text = apply_schedule(lowered, target, spec)
             sched_seconds = time.perf_counter() - t_sched
             kernel = compile_pipeline(lowered.pipeline, lowered.params, fn_name,
-                                      lowered.target or target, out_dir, extras, results)
+                                      lowered.target or target, out_dir, extras, results,
+                                      streamed)
             if text is not None and kernel.schedule_path:
                 kernel.schedule_path.write_text(f"// {spec}\n{text}\n")
         except (hl.HalideError, CompileError, RuntimeError, HalojitError) as e:
@@ -85,6 +95,7 @@ def compile_group(request: dict) -> dict:
             "stmt": str(kernel.stmt_path) if kernel.stmt_path else None,
             "schedule": str(kernel.schedule_path) if kernel.schedule_path else None,
             "spec": spec.key, "requested": request["specs"][0].key,
+            "streamed": list(kernel.streamed),
             "schedule_seconds": sched_seconds, "compile_seconds": time.perf_counter() - t0,
             "failures": failures,
         }

@@ -1,0 +1,243 @@
+"""Streaming (non-temporal) stores of large outputs: the IR rewrite, the
+kernels it builds, and traced functions whose outputs stream, against numpy.
+
+HALOJIT_STREAM_STORES is lowered here so that small arrays stream (the
+default is the L3 size); only the threshold differs from a real run."""
+
+from __future__ import annotations
+
+import json
+import platform
+
+import halide as hl
+import numpy as np
+import pytest
+
+import halojit
+from halojit import _rt
+from halojit.config import get_config, l3_cache_bytes
+from halojit.errors import HalojitError
+from halojit.generators import compile as hc
+from halojit.generators import streaming
+
+pytestmark = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                                reason="streaming stores are an x86-64 feature")
+
+MIN_BYTES = 4096
+
+
+def test_llvmlite_reads_halides_llvm():
+    # a dependency: without it nothing would stream and the tests below could not fail
+    assert streaming._llvm() is not None
+
+
+def test_threshold_setting(monkeypatch):
+    monkeypatch.delenv("HALOJIT_STREAM_STORES", raising=False)
+    assert get_config().stream_min_bytes == l3_cache_bytes() > 0
+    monkeypatch.setenv("HALOJIT_STREAM_STORES", "0")
+    assert get_config().stream_min_bytes == 0
+    monkeypatch.setenv("HALOJIT_STREAM_STORES", "65536")
+    assert get_config().stream_min_bytes == 65536
+    monkeypatch.setenv("HALOJIT_STREAM_STORES", "64K")
+    with pytest.raises(HalojitError, match="HALOJIT_STREAM_STORES='64K'.*size in bytes"):
+        get_config()
+
+
+def _pipeline(update=False, rows=64, cols=256):
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    x, y = hl.Var("x"), hl.Var("y")
+    out = hl.Func("t_stream_out")
+    out[x, y] = a[x, y] * 2.0 + 1.0
+    if update:  # reads its own output back
+        out[x, y] = out[x, y] * out[x, y]
+        out.update().vectorize(x, 8)
+    out.vectorize(x, 8).parallel(y)
+    for d, extent in enumerate((cols, rows)):
+        a.dim(d).set_bounds(0, extent)
+        out.output_buffer().dim(d).set_bounds(0, extent)
+    name = streaming.prepare_output(out, (rows, cols))
+    return hl.Pipeline(out), a, name
+
+
+def _run(compiled, a, out):
+    kernel = hc.load_kernel(compiled.so_path, compiled.fn_name)
+    _rt.Plan([kernel], [(0, [0, 1])], [None, None], 1, 1).run([a], [out])
+
+
+@pytest.mark.parametrize("update", [False, True], ids=["write-only", "read-back"])
+def test_streamed_kernel(target, tmp_path, update):
+    pipeline, a, name = _pipeline(update)
+    fn = "t_stream_rb" if update else "t_stream"
+    compiled = hc.compile_pipeline(pipeline, [a], fn, target, tmp_path,
+                                   extra_outputs=("assembly",), streamed=[name])
+    asm = compiled.extra_paths["assembly"].read_text()
+    if update:  # an output read back keeps plain stores
+        assert "movnt" not in asm and "sfence" not in asm
+    else:  # 16-byte aligned: two 16-byte vmovnt per 8 floats, a fence before each return
+        assert asm.count("vmovnt") >= 2 and "movnti" not in asm and "sfence" in asm
+    x = np.random.default_rng(0).standard_normal((64, 256)).astype(np.float32)
+    keep = x.copy()
+    out = np.full_like(x, np.nan)
+    _run(compiled, x, out)
+    ref = x * 2 + 1
+    np.testing.assert_array_equal(out, ref * ref if update else ref)
+    np.testing.assert_array_equal(x, keep)
+
+
+def test_streamed_kernel_asserts_alignment(target, tmp_path):
+    pipeline, a, name = _pipeline()
+    compiled = hc.compile_pipeline(pipeline, [a], "t_stream_al", target, tmp_path,
+                                   extra_outputs=(), streamed=[name])
+    x = np.ones((64, 256), np.float32)
+    base = np.zeros(64 * 256 + 4, np.float32)
+    shifted = base[1:1 + 64 * 256].reshape(64, 256)  # 4 bytes past a 16-byte boundary
+    with pytest.raises(RuntimeError, match="align"):
+        _run(compiled, x, shifted)
+    assert not base.any()  # refused before writing anything
+
+
+def test_mark_nontemporal_leaves_other_buffers():
+    ir = "\n".join([
+        "define i32 @k(ptr %p, ptr %q) {",
+        "  %v = load <8 x float>, ptr %q, align 4, !tbaa !5",
+        "  store <8 x float> %v, ptr %p, align 16, !tbaa !3",
+        "  store <8 x float> %v, ptr %q, align 4, !tbaa !5",
+        "  ret i32 0",
+        "}",
+        "define i32 @other() {",
+        "  ret i32 1",
+        "}",
+        '!1 = !{!"Halide buffer"}',
+        '!2 = !{!"out", !1, i64 0}',
+        "!3 = !{!2, !2, i64 0}",
+        '!4 = !{!"tmp", !1, i64 0}',
+        "!5 = !{!4, !4, i64 0}",
+    ])
+    text, streamed = streaming.mark_nontemporal(ir, ["out", "tmp"])
+    assert streamed == ["out"]  # tmp is loaded: plain
+    lines = text.splitlines()
+    assert "ptr %p, align 16, !tbaa !3, !nontemporal !6" in text and "!6 = !{i32 1}" in text
+    assert sum("!nontemporal" in line for line in lines) == 1
+    k = lines.index("  call void @llvm.x86.sse.sfence()")
+    assert lines[k + 1] == "  ret i32 0" and text.count("sfence()\n") == 2  # the call and its declare
+    assert streaming.mark_nontemporal(ir, ["tmp"]) == (ir, [])
+
+
+# -- traced functions -------------------------------------------------------------
+
+
+def _bias_relu(x, b):
+    return np.maximum(x + b, 0)
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _blur(im):
+    h = (im[:, :-2] + im[:, 1:-1] + im[:, 2:]) / 3
+    return (h[:-2] + h[1:-1] + h[2:]) / 3
+
+
+def _two(x, y):
+    return x * y, np.sqrt(np.abs(x - y)).astype(np.float64)
+
+
+def _mask(x):
+    return (x > 0.5).astype(np.uint8) * 3 + (x > 0.2)
+
+
+def _inputs(rng, shapes, dtype=np.float32):
+    return [rng.standard_normal(s).astype(dtype) for s in shapes]
+
+
+CASES = {
+    "bias_relu": (_bias_relu, [(64, 256), (256,)]),
+    "bias_relu_odd_rows": (_bias_relu, [(67, 253), (253,)]),  # unaligned: movnti
+    "softmax": (_softmax, [(96, 128)]),
+    "blur": (_blur, [(80, 91)]),  # rows of 89 floats: unaligned
+    "two_outputs": (_two, [(48, 128), (48, 128)]),
+    "uint8": (_mask, [(40, 160)]),
+    "vector": (_bias_relu, [(5003,), (1,)]),
+}
+
+
+def _kernels(f):
+    (spec,) = f._cache.values()
+    return spec.executor.kernels
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_traced_outputs_stream(name, monkeypatch):
+    monkeypatch.setenv("HALOJIT_STREAM_STORES", str(MIN_BYTES))
+    fn, shapes = CASES[name]
+    rng = np.random.default_rng(len(name))
+    args = _inputs(rng, shapes)
+    args[0].flat[::7] = np.nan
+    args[0].flat[3::11] = np.inf
+    keep = [a.copy() for a in args]
+    f = halojit.trace(fn)
+    got = f(*args)
+    ref = fn(*args)
+    for g, r in zip(got if isinstance(got, tuple) else [got], ref if isinstance(ref, tuple) else [ref]):
+        assert g.dtype == r.dtype and g.shape == r.shape
+        np.testing.assert_allclose(g, r, rtol=2e-6, atol=1e-7, equal_nan=True)
+    for a, k in zip(args, keep):
+        np.testing.assert_array_equal(a, k)
+    streamed = [k for k in _kernels(f) if k.streamed]
+    assert streamed, [k.fn_name for k in _kernels(f)]
+    for k in streamed:  # the rewrite found the stores of every output asked for
+        info = json.loads(k.so_path.with_suffix(".json").read_text())
+        assert len(info["streamed"]) == len(k.streamed), info
+
+
+OUT_LAYOUTS = ["fresh", "aligned", "shifted", "padded_rows", "reversed"]
+
+
+def _out_array(layout, shape, dtype):
+    n = int(np.prod(shape))
+    if layout == "aligned":
+        return np.empty(shape, dtype)
+    if layout == "shifted":  # one element past numpy's 16-byte aligned start
+        return np.empty(n + 1, dtype)[1:].reshape(shape)
+    if layout == "padded_rows":  # rows 4 bytes apart from a 16-byte multiple
+        return np.empty((shape[0], shape[1] + 1), dtype)[:, :shape[1]]
+    return np.empty(shape, dtype)[::-1]
+
+
+@pytest.mark.parametrize("layout", OUT_LAYOUTS[1:])
+def test_out_of_any_layout(layout, monkeypatch):
+    # an out= the kernel may not stream into is written through an aligned copy
+    monkeypatch.setenv("HALOJIT_STREAM_STORES", str(MIN_BYTES))
+    x, b = _inputs(np.random.default_rng(3), [(64, 256), (256,)])
+    f = halojit.trace(_bias_relu)
+    ref = _bias_relu(x, b)
+    for _ in range(2):  # the first call and the fast path
+        out = _out_array(layout, ref.shape, ref.dtype)
+        out[...] = -1
+        r = f(x, b, out=out)
+        assert r is out
+        np.testing.assert_array_equal(out, ref)
+    (kernel,) = _kernels(f)
+    assert kernel.streamed == (0,)
+
+
+def test_fresh_outputs_reuse_aligned_pool(monkeypatch):
+    monkeypatch.setenv("HALOJIT_STREAM_STORES", str(MIN_BYTES))
+    x, b = _inputs(np.random.default_rng(4), [(1024, 512), (512,)])  # 2 MiB: pooled
+    f = halojit.trace(_bias_relu)
+    first = f(x, b)
+    kept = first.copy()
+    second = f(x + 1, b)
+    np.testing.assert_array_equal(first, kept)  # a live output is never reused
+    np.testing.assert_array_equal(second, _bias_relu(x + 1, b))
+    assert first.ctypes.data % 16 == 0 and second.ctypes.data % 16 == 0
+
+
+def test_below_threshold_plain(monkeypatch):
+    monkeypatch.setenv("HALOJIT_STREAM_STORES", str(64 * 256 * 4 + 1))
+    f = halojit.trace(_bias_relu)
+    x, b = _inputs(np.random.default_rng(5), [(64, 256), (256,)])
+    np.testing.assert_array_equal(f(x, b), _bias_relu(x, b))
+    assert not any(k.streamed for k in _kernels(f))
