@@ -27,7 +27,7 @@ ENV_VARS = {
     "HALOJIT_FAST_MATH": ("0", "1: float32 transcendentals as float32 polynomials and no strict_float "
                                "(faster; a few ulp, no NaN/inf/huge-argument guarantees)"),
     "HALOJIT_STREAM_STORES": ("auto", "outputs of at least this many bytes are written with non-temporal "
-                                      "(streaming) stores on x86-64: auto = the L3 cache size, 0 = never"),
+                                      "(streaming) stores on x86-64: auto = 3/4 of the L3 cache, 0 = never"),
 }
 
 
@@ -75,7 +75,7 @@ def l3_cache_bytes() -> int:
 def _parse_stream(raw: str) -> int:
     value = raw.strip().lower()
     if value in ("", "auto"):
-        return l3_cache_bytes()
+        return l3_cache_bytes() * 3 // 4
     if value in ("off", "no", "false"):
         return 0
     if not value.isdigit():

@@ -9,16 +9,20 @@ generates the object (Halide's own object path is left for every other
 kernel).
 
 Measured on the 2-core AVX2 VM (AMD EPYC, 32 MiB L3), relu(x + b) with x
-(N, 1024) float32 into a preallocated output, min of 50 interleaved calls:
+(N, 1024) float32 into a preallocated output, min of 50-60 interleaved
+calls, two runs:
 
     N        output    plain stores   streaming
-    4096     16 MiB    0.64-0.71 ms   0.80 ms
+    2048      8 MiB    0.26 ms        0.37-0.42 ms
+    4096     16 MiB    0.64-0.74 ms   0.80-0.82 ms
+    6144     24 MiB    1.45 ms        1.22-1.26 ms
     8192     32 MiB    1.95-2.14 ms   1.74 ms
     16384    64 MiB    4.8-4.9 ms     3.84 ms (4.18 unaligned, see below)
 
-Below the L3 size the output is still in cache for its reader and plain
-stores win, so only outputs of at least ``stream_min_bytes``
-(HALOJIT_STREAM_STORES, the L3 size by default) stream.
+While input and output fit in the L3 together the output is still in cache
+for its reader and plain stores win, so only outputs of at least
+``stream_min_bytes`` (HALOJIT_STREAM_STORES; by default 3/4 of the L3, the
+fraction glibc's memcpy also switches to non-temporal stores at) stream.
 
 Alignment: LLVM splits a non-temporal store that is not aligned to its
 width into aligned pieces, down to 8-byte ``movnti`` from general

@@ -33,7 +33,7 @@ def test_llvmlite_reads_halides_llvm():
 
 def test_threshold_setting(monkeypatch):
     monkeypatch.delenv("HALOJIT_STREAM_STORES", raising=False)
-    assert get_config().stream_min_bytes == l3_cache_bytes() > 0
+    assert get_config().stream_min_bytes == l3_cache_bytes() * 3 // 4 > 0
     monkeypatch.setenv("HALOJIT_STREAM_STORES", "0")
     assert get_config().stream_min_bytes == 0
     monkeypatch.setenv("HALOJIT_STREAM_STORES", "65536")
