@@ -21,7 +21,7 @@ from ..graph.ir import Graph, Node
 from ..graph.passes.matmul import split_long_matmuls
 from ..runtime.cache import halide_version, is_valid_so, kernel_dir
 from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, parse_autoscheduler
-from .streaming import aligned_for_stream, alignable, stream_outputs
+from .streaming import ALIGN, aligned_for_stream, alignable, stream_outputs
 
 # Bump when lowering changes what a cached kernel computes.
 CODEGEN_VERSION = "34"
@@ -511,10 +511,10 @@ def _empty(nbytes: int) -> np.ndarray:
     """``nbytes`` of uninitialised memory at a 16-byte aligned address, as
     streaming stores need (numpy's allocator gives that; a custom one may not)."""
     mem = np.empty(nbytes, np.uint8)
-    if mem.ctypes.data % 16 == 0:
+    if mem.ctypes.data % ALIGN == 0:
         return mem
-    mem = np.empty(nbytes + 16, np.uint8)
-    start = -mem.ctypes.data % 16
+    mem = np.empty(nbytes + ALIGN, np.uint8)
+    start = -mem.ctypes.data % ALIGN
     return mem[start:start + nbytes]
 
 

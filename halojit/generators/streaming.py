@@ -37,6 +37,7 @@ large arrays sit 16 bytes past a page.
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -50,6 +51,22 @@ from ..graph.ir import Graph
 # Halide's LLVM major version (halide==21.* wheels): llvmlite must read its bitcode.
 HALIDE_LLVM_MAJOR = 21
 ALIGN = 16  # bytes: the widest alignment every numpy array of this size has
+
+
+# llvmlite releases whose LLVM reads Halide 21's bitcode (0.50: LLVM 22)
+MIN_LLVMLITE = (0, 50)
+
+
+@lru_cache(maxsize=1)
+def _installed() -> bool:
+    """Whether a new enough llvmlite is installed, without importing it (that
+    takes 60 ms: a new process running cached kernels must not pay it)."""
+    try:
+        version = importlib.metadata.version("llvmlite")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    parts = tuple(int(p) for p in re.findall(r"\d+", version)[:2])
+    return parts >= MIN_LLVMLITE
 
 
 @lru_cache(maxsize=1)
@@ -68,14 +85,17 @@ def _llvm():
 
 def stream_outputs(local: Graph, target) -> tuple[int, ...]:
     """Indices of ``local``'s outputs a kernel for ``target`` writes with
-    streaming stores: on x86-64 CPU targets with llvmlite, the outputs of at
-    least the configured size."""
+    streaming stores: on x86-64 CPU targets with llvmlite installed, the
+    outputs of at least the configured size."""
     min_bytes = get_config().stream_min_bytes
-    if (not min_bytes or target is None or target.has_gpu_feature()
-            or target.arch != hl.TargetArch.X86 or target.bits != 64 or _llvm() is None):
+    if not min_bytes or target is None:
         return ()
-    return tuple(k for k, o in enumerate(local.outputs)
-                 if o.aval.size * o.dtype.itemsize >= min_bytes)
+    found = tuple(k for k, o in enumerate(local.outputs)
+                  if o.aval.size * o.dtype.itemsize >= min_bytes)
+    if (not found or target.has_gpu_feature() or target.arch != hl.TargetArch.X86
+            or target.bits != 64 or not _installed()):
+        return ()
+    return found
 
 
 def alignable(shape, itemsize: int) -> bool:

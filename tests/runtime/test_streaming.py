@@ -7,7 +7,10 @@ default is the L3 size); only the threshold differs from a real run."""
 from __future__ import annotations
 
 import json
+import os
 import platform
+import subprocess
+import sys
 
 import halide as hl
 import numpy as np
@@ -28,7 +31,22 @@ MIN_BYTES = 4096
 
 def test_llvmlite_reads_halides_llvm():
     # a dependency: without it nothing would stream and the tests below could not fail
-    assert streaming._llvm() is not None
+    assert streaming._installed() and streaming._llvm() is not None
+
+
+def test_cached_kernels_do_not_import_llvmlite(tmp_path):
+    # a new process running kernels from the disk cache must not pay llvmlite's import
+    code = ("import sys, numpy as np, halojit\n"
+            "f = halojit.trace(lambda x: x * 2 + 1)\n"
+            "x = np.ones((64, 256), np.float32)\n"
+            "assert (f(x) == 3).all()\n"
+            "print('llvmlite' in sys.modules)\n")
+    env = {**os.environ, "HALOJIT_STREAM_STORES": str(MIN_BYTES), "HALOJIT_CACHE_DIR": str(tmp_path)}
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert again.returncode == 0 and again.stdout.strip() == "False", (again.stdout, again.stderr)
+    assert json.loads(next(tmp_path.glob("kernels/*/hj_*.json")).read_text())["streamed"]
 
 
 def test_threshold_setting(monkeypatch):
