@@ -141,11 +141,13 @@ def _tbaa_tags(text: str, names) -> dict[str, set[str]]:
         if m and m.group(1) == m.group(2):
             tags[node] = m.group(1)
 
-    def owner(node, depth=0):
-        while node in label and depth < 64:
+    def owner(node):
+        for _ in range(64):  # up a chain of nested index-range nodes
+            if node not in label:
+                return None
             if label[node] in names:
                 return label[node]
-            node, depth = parent[node], depth + 1
+            node = parent[node]
         return None
 
     found: dict[str, set[str]] = {name: set() for name in names}
@@ -206,7 +208,7 @@ def streamed_object(bitcode: Path, names, obj: Path, asm: Path | None = None) ->
     llvm = _llvm()
     if llvm is None:
         raise RuntimeError("streaming stores need llvmlite with LLVM "
-                           f">= {HALIDE_LLVM_MAJOR}: pip install 'llvmlite>=0.45'")
+                           f">= {HALIDE_LLVM_MAJOR}: pip install 'llvmlite>=0.50'")
     module = llvm.parse_bitcode(bitcode.read_bytes())
     text, streamed = mark_nontemporal(str(module), names)
     if streamed:
