@@ -474,15 +474,20 @@ def kron(a, b):
     return np.reshape(np.multiply(ra, rb), tuple(x * y for x, y in zip(sa, sb)))
 
 
+# numpy 2.5 expired the deprecation of 2-element vectors: the installed numpy decides
+_CROSS_3_ONLY = np.lib.NumpyVersion(np.__version__) >= "2.5.0"
+
+
 @implements(np.cross)
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     if axis is not None:
         axisa = axisb = axisc = axis
     a, b = np.moveaxis(_array(a), axisa, -1), np.moveaxis(_array(b), axisb, -1)
     na, nb = a.shape[-1], b.shape[-1]
-    if na not in (2, 3) or nb not in (2, 3):
+    sizes = (3,) if _CROSS_3_ONLY else (2, 3)
+    if na not in sizes or nb not in sizes:
         raise ValueError("incompatible dimensions for cross product\n"
-                         "(dimension must be 2 or 3)")
+                         f"(dimension must be {' or '.join(map(str, sizes))})")
     if na == 2 or nb == 2:
         warnings.warn("Arrays of 2-dimensional vectors are deprecated. Use arrays of "
                       "3-dimensional vectors instead. (deprecated in NumPy 2.0)",
