@@ -170,11 +170,18 @@ def is_device_array(a) -> bool:
         return False
 
 
+_runtime_ready = False
+
+
 def _ensure_runtime() -> None:
     """Load the host-cuda Halide runtime (built once into the cache dir) and
-    check that a device can run it."""
-    from .generators.compile import host_target, load_runtime
-    load_runtime(host_target("host-cuda"))
+    check that a device can run it; after the first success, only the
+    device check (host_target reads the environment: 50-100 us a call)."""
+    global _runtime_ready
+    if not _runtime_ready:
+        from .generators.compile import host_target, load_runtime
+        load_runtime(host_target("host-cuda"))
+        _runtime_ready = True
     current_device()
 
 
@@ -219,10 +226,11 @@ def call_on_device(tf, args, kwargs, out=None):
     if not tf.symbolic:
         raise UnsupportedError(f"{tf.__name__}: symbolic=False traces on real values; with CUDA "
                                "device arrays trace with symbolic=True.")
+    _ensure_runtime()  # once per call, not per argument
     values, avals, runs = [], [], []
     for i, a in enumerate(args):
         if is_device_array(a):
-            d = from_dlpack(a)
+            d = a if isinstance(a, _rt.DeviceArray) else _rt.from_dlpack(a)
             aval = AbstractArray(tuple(d.shape), np.dtype(d.dtype))
             values.append(_placeholder(aval.shape, aval.dtype))
             avals.append(aval)

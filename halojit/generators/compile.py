@@ -8,6 +8,7 @@ runtime about 1.3 s once per (Halide version, target).
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import shutil
@@ -85,10 +86,23 @@ def host_target(target_str: str = "host") -> hl.Target:
     capability to a CUDA target that names none (with_cuda_capability), and
     ``strict_float`` unless HALOJIT_STRICT_FLOAT=0 or HALOJIT_FAST_MATH=1.
     Asserts stay on."""
-    text = target_str.strip() or "host"
+    target = _parsed_target(target_str.strip() or "host")
+    if target.has_feature(hl.TargetFeature.CUDA):
+        target = with_cuda_capability(target)
+    cfg = get_config()
+    if cfg.strict_float and not cfg.fast_math:
+        target = target.with_feature(hl.TargetFeature.StrictFloat)
+    return target
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_target(text: str) -> hl.Target:
+    """``text`` parsed once per process: Halide validates "host-cuda" by
+    probing for a CUDA driver, 11-17 ms a call (every DLPack argument of a
+    call on device arrays asked for it)."""
     if not hl.Target.validate_target_string(text):
         raise CompileError(
-            f"{target_str!r} is not a Halide target; expected 'host', 'host-cuda' or a string like "
+            f"{text!r} is not a Halide target; expected 'host', 'host-cuda' or a string like "
             f"'x86-64-linux-avx2' (arch-bits-os-features; see Halide's Target docs)."
         )
     target = hl.Target(text).with_feature(hl.TargetFeature.NoRuntime)
@@ -98,11 +112,12 @@ def host_target(target_str: str = "host") -> hl.Target:
     # wrong in every lane for rows of 16-33). Float16 math is done in float32
     # here anyway; without the feature the same kernels are right.
     target = target.without_feature(hl.TargetFeature.AVX512_SapphireRapids)
-    if target.has_feature(hl.TargetFeature.CUDA):
-        target = with_cuda_capability(target)
-    cfg = get_config()
-    if cfg.strict_float and not cfg.fast_math:
-        target = target.with_feature(hl.TargetFeature.StrictFloat)
+    if "cuda_capability" not in text:
+        # "host-cuda" on a machine with a GPU comes back naming the device's
+        # capability; halojit's rule (HALOJIT_CUDA_CAPABILITY first, see
+        # with_cuda_capability) decides instead
+        for cap in HALIDE_CAPABILITIES:
+            target = target.without_feature(getattr(hl.TargetFeature, f"CUDACapability{cap}"))
     return target
 
 
