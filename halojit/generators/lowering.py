@@ -17,8 +17,8 @@ from ..errors import UnsupportedError
 from ..graph.ir import Graph, Node
 from ..graph.ops import ELEMENTWISE, REGISTRY, frontier, inlines
 from . import halide_ops as H
-from .chunks import (CHUNKS, LANES, LAST_CHUNK_VECTORS, LAST_CHUNKS,  # noqa: F401
-                     SPLIT_MIN, chunking)
+from .chunks import (CHUNKS, GPU_CHUNKS, GPU_LANES, GPU_ROW_LANES, LANES,  # noqa: F401
+                     LAST_CHUNK_VECTORS, LAST_CHUNKS, SPLIT_MIN, chunking)
 from .compile import native_lanes
 
 
@@ -91,8 +91,11 @@ class Lowerer:
 
     def __init__(self, graph: Graph, name: str, matmul_block: int | None = None,
                  strict_wrap: bool = False, fast_math: bool = False,
-                 col_chunks: int | None = None, lanes: int = LANES):
+                 col_chunks: int | None = None, lanes: int = LANES, gpu: bool = False):
         self.graph = graph
+        # a GPU target: full reductions combine their partials per chunk
+        # first (lower_reduce), so that no thread loops over all of them
+        self.gpu = gpu
         # per-lane partials of a reduction over the last axis (partial_lanes)
         self.lanes = lanes
         self.name = name
@@ -418,14 +421,16 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
         outer = [a for a in axes if a != last]
         lane, chunk = hl.Var("lane"), hl.Var("chunk")
         part = hl.Func(lw.fresh(op + "_part"))
-        lanes = lw.lanes
+        how, o = chunking(x.shape, axes, node.shape)
+        # a full reduction on a GPU: a block of GPU_LANES threads per chunk
+        gpu_full = lw.gpu and not out_vars and how is not None and n >= 4 * GPU_LANES
+        lanes = GPU_LANES if gpu_full else lw.lanes
         vecs = n // lanes
         main = vecs * lanes  # the last axis' elements the partials cover
-        how, o = chunking(x.shape, axes, node.shape)
         if how == "outer":
             mid = [a for a in outer if a != o]
             extent = x.shape[o]
-            chunks = min(extent, CHUNKS)
+            chunks = min(extent, GPU_CHUNKS if gpu_full else CHUNKS)
             size = -(-extent // chunks)
             pvars = out_vars + [chunk, lane]
             rk = hl.RDom([hl.Range(0, vecs)] + [hl.Range(0, x.shape[a]) for a in reversed(mid)]
@@ -439,7 +444,8 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
         elif how == "last":
             # chunks of ``per`` vectors along the last axis; the other
             # reduced axes (all short, else "outer") loop inside each chunk
-            chunks = min(LAST_CHUNKS, vecs // LAST_CHUNK_VECTORS)
+            chunks = (max(1, min(GPU_CHUNKS, vecs // 4)) if gpu_full
+                      else min(LAST_CHUNKS, vecs // LAST_CHUNK_VECTORS))
             per = vecs // chunks
             main = chunks * per * lanes  # the rest (< chunks vectors) joins the tail
             pvars = out_vars + [chunk, lane]
@@ -454,9 +460,20 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
         _define(part, pvars, init)
         _define(part, pvars, combine(_ref(part, pvars), value(src_index(rvars))))
         chunked = len(pvars) > len(out_vars) + 1
-        rl = hl.RDom([hl.Range(0, lanes)] + ([hl.Range(0, chunks)] if chunked else []))
-        picked = out_vars + ([rl[1], rl[0]] if chunked else [rl[0]])
-        _define(f, out_vars, combine(_ref(f, out_vars), _ref(part, picked)))
+        if gpu_full:
+            # each chunk's lanes first (one block: shared memory), then the
+            # chunks: no GPU thread runs a loop over every partial
+            csum = hl.Func(lw.fresh(op + "_chunk"))
+            _define(csum, [chunk], init)
+            rl = hl.RDom([hl.Range(0, lanes)])
+            _define(csum, [chunk], combine(_ref(csum, [chunk]), _ref(part, [chunk, rl[0]])))
+            lw.stages.append(Stage("chunksum", csum, (chunks,), rl, (chunks, lanes)))
+            rl = hl.RDom([hl.Range(0, chunks)])
+            _define(f, out_vars, combine(_ref(f, out_vars), _ref(csum, [rl[0]])))
+        else:
+            rl = hl.RDom([hl.Range(0, lanes)] + ([hl.Range(0, chunks)] if chunked else []))
+            picked = out_vars + ([rl[1], rl[0]] if chunked else [rl[0]])
+            _define(f, out_vars, combine(_ref(f, out_vars), _ref(part, picked)))
         if n > main:
             rt = hl.RDom([hl.Range(main, n - main)] +
                          [hl.Range(0, x.shape[a]) for a in reversed(outer)])
@@ -1020,7 +1037,8 @@ class LoweredGroup:
 def partial_lanes(target) -> int:
     """How many per-lane partials a reduction over the last axis keeps: one
     native float32 vector of the CPU target (16 on AVX-512, 8 on AVX2, 4 on
-    SSE/NEON), LANES for GPU targets (a thread per lane) or none given.
+    SSE/NEON), GPU_ROW_LANES for GPU targets (a thread per lane), LANES
+    when none is given.
 
     Sixteen lanes on an AVX2 target are two registers per row, and LLVM
     lowers the NaN-aware max's 16-lane masks through byte packing (21
@@ -1028,6 +1046,8 @@ def partial_lanes(target) -> int:
     of float32 take four registers per row. 2-core AVX2 VM (AMD EPYC),
     float32, min of 11 interleaved runs, 16 -> 8 lanes: row sum (4096,
     4096) 2.41 -> 1.62 ms; softmax (256, 1024), in cache, 0.128 -> 0.119."""
+    if target is not None and target.has_gpu_feature():
+        return GPU_ROW_LANES
     return native_lanes(target, LANES)
 
 
@@ -1048,7 +1068,8 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
             mm = next(n for n in graph.nodes if n.op == "matmul")
             block = matmul_block(dict(spec.params), mm.dtype.itemsize, native_lanes(target, 16))
             wrap = target is not None and target.has_feature(hl.TargetFeature.StrictFloat)
-    lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, partial_lanes(target))
+    lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, partial_lanes(target),
+                 gpu=target is not None and target.has_gpu_feature())
     pipeline, params, outputs = lw.lower()
     lowered = LoweredGroup(pipeline, params, outputs, lw.stages, graph)
     if wrap:

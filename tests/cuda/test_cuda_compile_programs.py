@@ -162,3 +162,37 @@ SORTS = {
 def test_sorts_compile_for_cuda(name):
     """Sorting networks (no GPU template yet: Anderson2021 schedules them)."""
     check_lowered(lower(SORTS[name], _data("float32")), name)
+
+
+def test_elementwise_groups_take_gpu_elementwise():
+    """Elementwise chains (broadcasts, 1-D, 3-D with fused leading axes, two
+    outputs, a multiply-used intermediate) take GpuElementwise: threads
+    along the last axis. A stencil chain (a slice of a computed value) stays
+    with Anderson2021."""
+    x3 = _data("float32", (5, 7, 33))
+    cases = {
+        "bias relu": (lambda x, b: np.maximum(x + b, 0), WORKLOADS["bias_relu"].inputs()),
+        "1-D": (lambda x: np.exp(x) * 2, (np.ones(1000, np.float32),)),
+        "3-D": (lambda x: np.tanh(x) + x, (x3,)),
+        "two outputs": (lambda x: (x * 2, np.sqrt(np.abs(x))), (x3,)),
+        "reused": (lambda x: (lambda t: t * t + t)(np.sin(x)), (x3,)),
+    }
+    for what, (fn, args) in cases.items():
+        lo = lower(fn, *args)
+        check_lowered(lo, what)
+        for g in lo.groups:
+            assert g.scheduler == "GpuElementwise;threads=256", f"{what}: {g.scheduler}"
+            assert "gpu_tile" in g.schedule, g.schedule
+    (g,) = lower(WORKLOADS["blur3x3"].fn, *WORKLOADS["blur3x3"].inputs()).groups
+    assert g.scheduler.startswith("Anderson2021"), g.scheduler
+
+
+def test_full_reduction_combines_chunks_per_block():
+    """A full sum of (1000, 1030): 256-lane partials per chunk of rows,
+    summed per chunk in shared memory (a block each), then the chunks: no
+    thread loops over all partials."""
+    lo = lower(lambda x: x.sum(), _data("float32", (1000, 1030)))
+    check_lowered(lo, "full sum")
+    (g,) = lo.groups
+    assert "gpu_blocks(chunk)" in g.schedule and ".gpu_threads(lane)" in g.schedule, g.schedule
+    assert entries(g.ptx) == 3, g.schedule  # the chunk sums' init and update, then the total
