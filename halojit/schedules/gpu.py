@@ -159,22 +159,22 @@ def apply_gpu_reduce(lowered, params) -> str:
     if not args:  # a full reduction: one thread finishes what the partials left
         out.gpu_single_thread()
         lines.append(f"{out.name()}.gpu_single_thread()")
-        sums = {id(st.func): st.func for st in lowered.stages if st.kind == "chunksum"}
+        csum = None  # lowering appends each chunksum just before its partial
         for st in lowered.stages:
             f = st.func
             if st.kind == "chunksum":
                 # a block per chunk: its lanes (computed at it) in shared memory
+                csum = f
                 f.compute_root()
                 for d in _all_defs(f):
                     d.gpu_blocks(f.args()[0])
                 lines.append(f"{f.name()}.compute_root().gpu_blocks(chunk)")
-            elif st.kind == "partial" and sums:
-                fa = f.args()
-                (csum,) = sums.values()
+            elif st.kind == "partial" and csum is not None:
                 f.compute_at(csum, csum.args()[0])
                 for d in _all_defs(f):
-                    d.gpu_threads(fa[0])
+                    d.gpu_threads(f.args()[0])
                 lines.append(f"{f.name()}.compute_at({csum.name()}, chunk).gpu_threads(lane)")
+                csum = None
             elif st.kind == "partial":
                 # (lane, chunk) partials: one block per chunk, a thread per lane
                 fa = f.args()

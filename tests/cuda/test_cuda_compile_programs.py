@@ -196,3 +196,9 @@ def test_full_reduction_combines_chunks_per_block():
     (g,) = lo.groups
     assert "gpu_blocks(chunk)" in g.schedule and ".gpu_threads(lane)" in g.schedule, g.schedule
     assert entries(g.ptx) == 3, g.schedule  # the chunk sums' init and update, then the total
+    # two full reductions in one group: each partial computed at its own chunk sums
+    lo = lower(lambda x: x.sum() + np.nanmax(x), _data("float32", (1000, 1030)))
+    check_lowered(lo, "sum + nanmax")
+    (g,) = lo.groups
+    assert g.scheduler.startswith("GpuReduce") and g.schedule.count("gpu_threads(lane)") == 2, \
+        g.schedule

@@ -131,6 +131,8 @@ def test_full_reduction_in_chunks_on_device(name, shape):
     if name == "max":  # a NaN anywhere wins, as in numpy
         x.reshape(-1)[x.size // 2] = np.nan
         assert_device_matches(lambda x: np.max(x), (x,))
+    if name == "sum":  # two full reductions in one kernel
+        assert_device_matches(lambda x: x.sum() - np.nanmin(x), (x,), **tol)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float16", "int32", "uint8"])
