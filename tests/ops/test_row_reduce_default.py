@@ -173,12 +173,12 @@ def test_reduced_rows_as_output_keep_adams():
 
 def test_partial_lanes_follow_the_target_vector_width():
     import halide as hl
-    from halojit.generators.lowering import LANES, partial_lanes
+    from halojit.generators.lowering import GPU_ROW_LANES, LANES, partial_lanes
     assert partial_lanes(hl.Target("x86-64-linux-avx512_skylake-avx512-avx2-avx-fma-sse41")) == 16
     assert partial_lanes(hl.Target("x86-64-linux-avx2-avx-fma-f16c-sse41")) == 8
     assert partial_lanes(hl.Target("x86-64-linux-sse41")) == 4
     assert partial_lanes(hl.Target("arm-64-linux")) == 4
-    assert partial_lanes(hl.Target("x86-64-linux-avx2-cuda")) == LANES  # a thread per lane
+    assert partial_lanes(hl.Target("x86-64-linux-avx2-cuda")) == GPU_ROW_LANES  # a thread per lane
     assert partial_lanes(None) == LANES
 
 
