@@ -226,11 +226,10 @@ def call_on_device(tf, args, kwargs, out=None):
     if not tf.symbolic:
         raise UnsupportedError(f"{tf.__name__}: symbolic=False traces on real values; with CUDA "
                                "device arrays trace with symbolic=True.")
-    _ensure_runtime()  # once per call, not per argument
     values, avals, runs = [], [], []
     for i, a in enumerate(args):
         if is_device_array(a):
-            d = a if isinstance(a, _rt.DeviceArray) else _rt.from_dlpack(a)
+            d = from_dlpack(a)
             aval = AbstractArray(tuple(d.shape), np.dtype(d.dtype))
             values.append(_placeholder(aval.shape, aval.dtype))
             avals.append(aval)

@@ -459,7 +459,6 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
             rvars = {last: rk.x * lanes + lane}
         _define(part, pvars, init)
         _define(part, pvars, combine(_ref(part, pvars), value(src_index(rvars))))
-        chunked = len(pvars) > len(out_vars) + 1
         if gpu_full:
             # each chunk's lanes first (one block: shared memory), then the
             # chunks: no GPU thread runs a loop over every partial
@@ -471,6 +470,7 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
             rl = hl.RDom([hl.Range(0, chunks)])
             _define(f, out_vars, combine(_ref(f, out_vars), _ref(csum, [rl[0]])))
         else:
+            chunked = len(pvars) > len(out_vars) + 1
             rl = hl.RDom([hl.Range(0, lanes)] + ([hl.Range(0, chunks)] if chunked else []))
             picked = out_vars + ([rl[1], rl[0]] if chunked else [rl[0]])
             _define(f, out_vars, combine(_ref(f, out_vars), _ref(part, picked)))

@@ -14,6 +14,8 @@ bench` on a GPU machine measures it.
 
 from __future__ import annotations
 
+import math
+
 import halide as hl
 
 from ..errors import HalojitError
@@ -248,10 +250,7 @@ def _block_tile(f, shape, threads: int, lines) -> None:
         fused = hl.Var(f"y{i}")
         f.fuse(y, a, fused)
         y = fused
-    rows = 1
-    for d in shape[:-1]:
-        rows *= d
-    ty = _pow2_at_least(rows, max(1, threads // tx))
+    ty = _pow2_at_least(math.prod(shape[:-1]), max(1, threads // tx))
     xo, yo, xi, yi = hl.Var("xo"), hl.Var("yo"), hl.Var("xi"), hl.Var("yi")
     f.gpu_tile(args[0], y, xo, yo, xi, yi, tx, ty, hl.TailStrategy.GuardWithIf)
     lines.append(f"{f.name()}.compute_root()" + (".fuse(leading axes)" if len(args) > 2 else "")
