@@ -90,12 +90,25 @@ def make_spec(name: str, params: dict | None = None) -> ScheduleSpec:
 
 
 def parse_autoscheduler(value) -> ScheduleSpec | None:
-    """The ``trace(autoscheduler=...)`` argument: None, a name, (name, params),
-    {"name": ..., **params} or a ScheduleSpec."""
+    """The ``trace(autoscheduler=...)`` argument: None, a name, the printed
+    form "Name;key=value;...", (name, params), {"name": ..., **params} or a
+    ScheduleSpec."""
     if value is None or isinstance(value, ScheduleSpec):
         return value
     if isinstance(value, str):
-        return make_spec(value)
+        if ";" not in value:
+            return make_spec(value)
+        # the form halojit prints (ScheduleSpec.key: f.lower()'s groups,
+        # the tuning table, HALOJIT_LOG): "RowReduce;block=8;vector=32"
+        name, *pairs = value.split(";")
+        params = {}
+        for pair in filter(None, pairs):
+            k, eq, v = pair.partition("=")
+            if not eq or not k:
+                raise HalojitError(f"autoscheduler {value!r}: {pair!r} is not key=value; expected "
+                                   "'Name;key=value;...', e.g. 'RowReduce;block=8'.")
+            params[k.strip()] = v.strip()
+        return make_spec(name.strip(), params)
     if isinstance(value, tuple) and len(value) == 2:
         return make_spec(value[0], value[1])
     if isinstance(value, dict):
@@ -104,7 +117,8 @@ def parse_autoscheduler(value) -> ScheduleSpec | None:
         if name is None:
             raise HalojitError("autoscheduler dict needs a 'name' key, e.g. {'name': 'Adams2019'}.")
         return make_spec(name, params)
-    raise HalojitError(f"autoscheduler must be a name, (name, params) or a dict; got {value!r}.")
+    raise HalojitError(f"autoscheduler must be a name, 'Name;key=value;...', (name, params) or a "
+                       f"dict; got {value!r}.")
 
 
 def fallback_chain(spec: ScheduleSpec, target=None) -> list[ScheduleSpec]:

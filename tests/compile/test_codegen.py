@@ -163,7 +163,22 @@ def test_template_that_does_not_fit_falls_back():
     assert f.lower(x).groups[0].scheduler.startswith("Adams2019")
 
 
+def test_printed_schedule_string_round_trips():
+    """The scheduler text a group reports is accepted back by trace()."""
+    x = f32(8, 80)
+    printed = halojit.trace(softmax, autoscheduler=("RowReduce", {"block": 2, "vector": 8})) \
+        .lower(x).groups[0].scheduler
+    assert "block=2" in printed and "vector=8" in printed
+    f = halojit.trace(softmax, autoscheduler=printed)
+    assert f.lower(x).groups[0].scheduler == printed
+    close(f(x), softmax(x), rtol=1e-5)
+
+
 def test_bad_autoscheduler_is_refused_before_compiling():
+    with pytest.raises(halojit.HalojitError, match="is not key=value"):
+        halojit.trace(softmax, autoscheduler="RowReduce;block")(f32(2, 2))
+    with pytest.raises(halojit.HalojitError, match="valid keys are"):
+        halojit.trace(softmax, autoscheduler="RowReduce;blocks=2")(f32(2, 2))
     with pytest.raises(halojit.HalojitError, match="valid keys are"):
         halojit.trace(softmax, autoscheduler=("Adams2019", {"bogus": 1}))(f32(2, 2))
     with pytest.raises(halojit.HalojitError, match="expected one of"):
