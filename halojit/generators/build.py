@@ -19,7 +19,7 @@ from ..config import get_config
 from ..graph.fusion import Group, group_graph, group_key, partition
 from ..graph.ir import Graph, Node
 from ..graph.passes.matmul import split_long_matmuls
-from ..runtime.cache import halide_version, is_valid_so, kernel_dir
+from ..runtime.cache import halide_version, is_valid_so, kernel_dir, tuning_db_path
 from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, parse_autoscheduler
 from .streaming import ALIGN, aligned_for_stream, alignable, stream_outputs
 
@@ -218,6 +218,8 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
 
 def tuned_spec(local: Graph, target) -> ScheduleSpec | None:
     """The tuning database's best recipe for this group and target, or None."""
+    if not tuning_db_path().exists():  # never tuned here: no sqlite3 import (5 ms)
+        return None
     from ..schedules.tunedb import lookup
     return lookup(group_key(local), str(target))
 
@@ -244,7 +246,6 @@ def kernel_name(local: Graph, spec: ScheduleSpec, target, stream=None) -> str:
 def compile_kernels(groups: list[Group], target, autoscheduler=None) -> list[KernelInfo]:
     """A loaded-ready KernelInfo per group: cached .so files are reused,
     missing ones are compiled together (in parallel workers)."""
-    from .worker import compile_groups
     user_spec = parse_autoscheduler(autoscheduler)
     out_dir = kernel_dir(target)
     infos: list[KernelInfo | None] = []
@@ -278,6 +279,9 @@ def compile_kernels(groups: list[Group], target, autoscheduler=None) -> list[Ker
         _log(f"kernel {fn} ({len(g.nodes)} ops: {', '.join(n.op for n in g.nodes[:6])}"
              f"{'...' if len(g.nodes) > 6 else ''}): compiling ({spec})")
     if requests:
+        # imported on a miss only: a warm process skips concurrent.futures
+        # and logging (9 ms of its first call)
+        from .worker import compile_groups
         results = compile_groups(requests)
         first = set()
         for k, fn in pending:

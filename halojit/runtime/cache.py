@@ -74,6 +74,14 @@ def kernel_dir(target) -> Path:
     return _target_dir("kernels", target)
 
 
+TUNING_DB = "tuning.sqlite"
+
+
+def tuning_db_path() -> Path:
+    """The tuning database (schedules/tunedb.py) in the cache dir."""
+    return get_config().cache_dir / TUNING_DB
+
+
 def runtime_dir(target) -> Path:
     """The directory holding the shared Halide runtime for a base target (created)."""
     return _target_dir("runtime", target)

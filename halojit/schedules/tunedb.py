@@ -21,9 +21,10 @@ from pathlib import Path
 
 from ..config import get_config
 from ..errors import HalojitError
+from ..runtime.cache import TUNING_DB, tuning_db_path
 from .autoschedule import ScheduleSpec, make_spec
 
-DB_NAME = "tuning.sqlite"
+DB_NAME = TUNING_DB
 EXPORT_FORMAT = "halojit-tuning"
 EXPORT_VERSION = 1
 
@@ -55,8 +56,7 @@ CREATE INDEX IF NOT EXISTS candidates_key ON candidates(key);
 """
 
 
-def db_path() -> Path:
-    return get_config().cache_dir / DB_NAME
+db_path = tuning_db_path
 
 
 def versions() -> str:
