@@ -39,7 +39,14 @@ def _check_per_call(ctx, flag, error):
     """Raise ``error()`` at every call where the traced boolean ``flag`` is
     true, before any kernel runs (numpy raises from values here). The flag
     is computed in numpy from the inputs at each call: one extra pass over
-    the data, the price of numpy's error."""
+    the data, the price of numpy's error. A ``flag`` made from constants
+    alone (weights built inside the function) is a plain numpy value: it is
+    decided now, while tracing, once."""
+    if not hasattr(flag, "_node"):
+        if np.any(flag):
+            raise error()
+        return
+
     def check(value):
         if np.any(value):
             raise error()

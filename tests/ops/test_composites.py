@@ -192,6 +192,30 @@ def test_average_raises_when_weights_sum_to_zero():
         f(D["g"], w)
 
 
+CONST_W = np.linspace(0.5, 2.0, 9)
+
+
+@pytest.mark.parametrize("weights", [
+    lambda a: np.arange(1.0, 10.0),  # made inside the function: a constant of the trace
+    lambda a: [1, 2, 3, 4, 5, 6, 7, 8, 9],
+    lambda a: CONST_W,  # a global
+    lambda a: np.ones(a.shape, np.float32),
+], ids=["arange", "list", "global", "ones-full"])
+def test_average_with_constant_weights(weights):
+    def fn(a):
+        return np.average(a, axis=1, weights=weights(a), returned=True)
+    a = D["g"]
+    got, want = halojit.trace(fn)(a), fn(a)
+    assert_same(got[0], want[0])
+    assert_same(got[1], want[1])
+
+
+def test_average_with_constant_weights_that_sum_to_zero():
+    f = halojit.trace(lambda a: np.average(a, axis=1, weights=np.zeros(a.shape[1])))
+    with pytest.raises(ZeroDivisionError, match="Weights sum to zero"):
+        f(D["g"])
+
+
 @pytest.mark.parametrize("fn, error", [
     (lambda a: np.partition(a, 9, axis=1), ValueError),
     (lambda a: np.partition(a, -10, axis=1), ValueError),
