@@ -28,6 +28,10 @@ ENV_VARS = {
                                "(faster; a few ulp, no NaN/inf/huge-argument guarantees)"),
     "HALOJIT_STREAM_STORES": ("auto", "outputs of at least this many bytes are written with non-temporal "
                                       "(streaming) stores on x86-64: auto = 3/4 of the L3 cache, 0 = never"),
+    "HALOJIT_COMPILE_WORKERS": ("cores, at most 4", "compile worker processes; 0 compiles in-process "
+                                                    "(read by generators/worker.py)"),
+    "HALOJIT_ARTIFACT_LEVEL": ("", "feature level loaded from artifacts: avx512, avx2 or sse41 "
+                                   "(default: the best the CPU runs; read by halojit.load and the C++ API)"),
 }
 
 

@@ -249,3 +249,19 @@ def test_tune_needs_compiled_kernels():
     f = halojit.trace(lambda x: x + 1, opt_level=1)
     with pytest.raises(halojit.UnsupportedError, match="only the Halide backend at opt_level 3"):
         f.tune(np.ones(2))
+
+
+def test_readme_environment_table_mirrors_config():
+    """Every HALOJIT_* variable is in the README's table, and only those."""
+    import re
+    from pathlib import Path
+
+    from halojit.config import ENV_VARS
+    readme = Path(__file__).resolve().parent.parent / "README.md"
+    if not readme.exists():  # an installed copy's tests without the checkout
+        pytest.skip("README.md is not beside the tests")
+    text = readme.read_text()
+    table = text[text.index("## Environment variables"):]
+    table = table[:table.index("\n## ", 1)]
+    listed = set(re.findall(r"^\| `(HALOJIT_\w+)` \|", table, re.M))
+    assert listed == set(ENV_VARS), (sorted(listed - set(ENV_VARS)), sorted(set(ENV_VARS) - listed))
