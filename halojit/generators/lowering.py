@@ -773,7 +773,27 @@ def lower_transpose(lw, node, operands):
 
 def lower_broadcast(lw, node, operands):
     (x,) = operands
-    return Lazy(node.shape, node.dtype, lambda idx: x.at(bcast_index(idx, x.shape)))
+    return Lazy(node.shape, node.dtype,
+                lambda idx: keep_index(x.at(bcast_index(idx, x.shape)), idx, x.shape))
+
+
+def keep_index(value, idx, shape):
+    """``value`` still naming the index terms a broadcast drops (the new
+    leading axes, the size-1 axes), in a select Halide's simplifier removes.
+    Halide gives an update a reduction domain only when its definition names
+    one of the domain's variables: a sum over an axis that a broadcast made
+    (``np.broadcast_to(v, (3, 4)).sum(axis=0)``, ``np.tile``, ``np.repeat``)
+    otherwise lost its loop and added each value once."""
+    dropped = idx[:len(idx) - len(shape)] + [
+        e for e, d in zip(idx[len(idx) - len(shape):], shape) if d == 1]
+    dropped = [e if isinstance(e, hl.Expr) else hl.Expr(e) for e in dropped
+               if not isinstance(e, (int, np.integer))]
+    if not dropped:
+        return value
+    named = dropped[0] == dropped[0]
+    for e in dropped[1:]:
+        named = named & (e == e)
+    return hl.select(named, value, value)
 
 
 def lower_slice(lw, node, operands):
