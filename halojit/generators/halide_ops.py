@@ -432,13 +432,24 @@ def _absolute(a):
         return a
     if t.is_int():
         return hl.reinterpret(t, hl.abs(a))  # abs(INT_MIN) wraps to INT_MIN, as numpy
-    return hl.abs(a)
+    return _sign_bits(a, clear=True)
+
+
+def _sign_bits(a, clear: bool):
+    """Float ``a`` with its sign bit cleared (abs) or flipped (negative), as
+    numpy does, so signed zeros come out right: Halide lowers -x as 0 - x
+    (-(+0.0) came out +0.0) and its float64 abs kept -0.0's sign."""
+    bits = a.type().bits()
+    u = hl.UInt(bits)
+    sign = hl.cast(u, 1) << hl.cast(u, bits - 1)
+    raw = hl.reinterpret(u, a)
+    return hl.reinterpret(a.type(), (raw & ~sign) if clear else (raw ^ sign))
 
 
 def _negative(a):
     t = a.type()
     if t.is_float():
-        return -a
+        return _sign_bits(a, clear=False)
     return _wsub(_zero(a), a)
 
 

@@ -34,3 +34,15 @@ def test_constant_zero_and_reciprocal():
     got = halojit.trace(lambda v: np.reciprocal(v))(x)
     np.testing.assert_array_equal(got, want)
     assert (np.signbit(got) == np.signbit(want)).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_negative_and_abs_keep_numpys_signed_zeros(dtype):
+    x = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan], dtype)
+    for fn in (lambda x: -x, np.negative, np.abs, lambda x: 1 / -x, lambda x: 1 / np.abs(x)):
+        with np.errstate(divide="ignore"):
+            want = fn(x)
+        got = halojit.trace(fn)(x)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        assert np.array_equal(np.signbit(got[:4]), np.signbit(want[:4])), (got, want)
