@@ -447,6 +447,8 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
     hi = None if hi is np._NoValue else hi
     ctx = _ctx_of(a, lo, hi)
     loc = user_loc()
+    if type(a) in (bool, int, float):  # np.clip takes asarray(a): a strong int64/float64
+        a = TracedArray(_as_strong(ctx, a, loc), ctx)
     a_dtype = a.dtype if isinstance(a, TracedArray) else np.asarray(a).dtype
     if a_dtype.kind in "iu":  # numpy 2 drops Python int bounds beyond the dtype's range
         info = np.iinfo(a_dtype)

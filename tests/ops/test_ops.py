@@ -451,6 +451,11 @@ def where_clip_cases():
                       (np.arange(4, dtype=np.uint8),), True))
     cases.append(Case("clip-overflow-hi", lambda x: np.clip(x, None, -1),
                       (np.arange(4, dtype=np.uint8),), True))
+    # a Python scalar clipped: numpy takes asarray(3), a strong int64 (float64 here)
+    lo32 = rng.standard_normal((3, 4)).astype(np.float32)
+    cases.append(Case("clip-python-int", lambda lo: np.clip(3, lo, lo + 1), (lo32,)))
+    cases.append(Case("clip-python-float", lambda lo: np.clip(0.5, lo, 2), (lo32,)))
+    cases.append(Case("clip-python-int-int8", lambda lo: np.clip(3, lo, 100), (np.arange(6, dtype=np.int8),)))
     return [cz for cz in cases if cz.expect_error or not _numpy_errors(cz)]
 
 
