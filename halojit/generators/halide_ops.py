@@ -518,6 +518,26 @@ def _sign_bits(a, clear: bool):
     return hl.reinterpret(a.type(), (raw & ~sign) if clear else (raw ^ sign))
 
 
+def self_difference(a, b):
+    """``a - a`` for a float ``a`` (b is a) from a's bits, which no float
+    simplification sees through (lowering.lower_elementwise says why): +0.0;
+    where a is NaN, a quieted; where a is inf, x86's default NaN (sign set),
+    as the subtraction gives."""
+    t = a.type()
+    bits = t.bits()
+    u = hl.UInt(bits)
+    man = bits - 1 - (8 if bits == 32 else 11)  # mantissa bits
+    one = hl.cast(u, 1)
+    exp = hl.cast(u, (1 << (bits - 1 - man)) - 1) << hl.cast(u, man)
+    quiet = one << hl.cast(u, man - 1)
+    raw = hl.reinterpret(u, a)
+    nan_in = raw | quiet
+    inf_in = (one << hl.cast(u, bits - 1)) | exp | quiet
+    out = hl.select((raw & exp) != exp, hl.cast(u, 0), hl.select((raw & ~exp) << one != hl.cast(u, 0),
+                                                                 nan_in, inf_in))
+    return hl.reinterpret(t, out)
+
+
 def _negative(a):
     t = a.type()
     if t.is_float():

@@ -266,6 +266,12 @@ def lower_elementwise(node: Node, operands, fast_math: bool = False) -> Lazy:
     else:
         table = H.UNARY if len(operands) == 1 else H.BINARY
     fn = table[node.op]
+    if node.op == "subtract" and out_dt.kind == "f" and node.inputs[0] is node.inputs[1]:
+        # y - y is +0, or NaN where y is inf or NaN. Halide's analysis of an
+        # update f = f + v simplifies v as if floats were finite (y - y and
+        # is_finite(y) fold), drops the update, and a sum of y - y over an
+        # inf gave 0 where numpy gives NaN: so the NaN comes from y's bits
+        fn = H.self_difference
     round16 = out_dt == np.float16
 
     def at(idx):
