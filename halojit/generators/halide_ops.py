@@ -233,10 +233,12 @@ def _float_fmod(a, b):
         xs, ys = x * up, y * up
     inv_y = one / ys
     ysplit = _split(ys) if wide else None
+    key = 64 if wide else 32
     r = xs
-    for _ in range(_FMOD_STEPS[64 if wide else 32]):
-        r = _fmod_step(r, ys, inv_y, ysplit, _FMOD_QBITS[64 if wide else 32])
+    for _ in range(_FMOD_STEPS[key]):
+        r = _fmod_step(r, ys, inv_y, ysplit, _FMOD_QBITS[key])
     r = hl.select((r >= hl.f64(0.0)) & (r < ys), r, hl.f64(0.0))  # |a/b| beyond the steps
+    # |x| < |y| is x itself: the steps would split a y near float64's max, which overflows
     r = hl.select(x < y, x, r if up is None else r / up)
     r = hl.select(ok, r, hl.select(hl.is_inf(ay) & hl.is_finite(ax), ax, hl.f64(float("nan"))))
     return hl.cast(t, _copysign(r, a64))  # fmod keeps the sign of a
