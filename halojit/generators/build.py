@@ -21,10 +21,10 @@ from ..graph.ir import Graph, Node
 from ..graph.passes.matmul import split_long_matmuls
 from ..runtime.cache import halide_version, is_valid_so, kernel_dir, tuning_db_path
 from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, parse_autoscheduler
-from .streaming import ALIGN, aligned_for_stream, alignable, stream_outputs
+from .streaming import ALIGN, aligned_for_stream, alignable, prefetch_inputs, stream_outputs
 
 # Bump when lowering changes what a cached kernel computes.
-CODEGEN_VERSION = "39"
+CODEGEN_VERSION = "40"
 # Groups whose values all have fewer elements are scheduled without parallel
 # loops: waking the thread pool costs more than it saves. Medians, 2-core VM,
 # kernel us, parallel / serial: softmax (16,1024) 22.6 / 18.6, (32,1024)
@@ -237,6 +237,9 @@ def kernel_name(local: Graph, spec: ScheduleSpec, target, stream=None) -> str:
         stream = stream_outputs(local, target)
     if stream:
         parts += ("stream" + ",".join(map(str, stream)),)
+    prefetch = prefetch_inputs(local, target)
+    if prefetch:  # inputs a template may prefetch (the config's size decides)
+        parts += ("prefetch" + ",".join(map(str, prefetch)),)
     for part in parts:
         h.update(part.encode())
         h.update(b"|")
@@ -275,6 +278,7 @@ def compile_kernels(groups: list[Group], target, autoscheduler=None) -> list[Ker
         by_name[fn] = len(requests)
         requests.append({"graph": local, "fn_name": fn, "target": str(target),
                          "fast_math": get_config().fast_math, "stream": stream,
+                         "prefetch": prefetch_inputs(local, target),
                          "specs": fallback_chain(spec, target), "out_dir": str(out_dir)})
         _log(f"kernel {fn} ({len(g.nodes)} ops: {', '.join(n.op for n in g.nodes[:6])}"
              f"{'...' if len(g.nodes) > 6 else ''}): compiling ({spec})")

@@ -78,6 +78,7 @@ class CompiledKernel:
     seconds: float  # compile_to + link, wall time
     extra_paths: dict[str, Path] | None = None  # every extra output by OutputFileType name
     streamed: tuple[str, ...] = ()  # output buffers written with streaming stores
+    prefetched: tuple[str, ...] = ()  # input buffers given software prefetches
 
 
 def host_target(target_str: str = "host") -> hl.Target:
@@ -248,6 +249,7 @@ def compile_pipeline(
     extra_outputs: Sequence[str] = ("stmt", "schedule"),
     autoscheduler_results: hl.AutoSchedulerResults | None = None,
     streamed: Sequence[str] = (),
+    prefetch: dict[str, int] | None = None,
 ) -> CompiledKernel:
     """Compile ``pipeline`` AOT into ``out_dir/<fn_name>.so`` (linked without
     libHalide; ``target`` should carry ``no_runtime``, see host_target).
@@ -264,7 +266,9 @@ def compile_pipeline(
     (``Pipeline.compile_to`` alone writes "No autoscheduler has been run").
 
     ``streamed`` names output buffers to write with non-temporal stores:
-    the kernel then goes through LLVM bitcode and llvmlite (see streaming.py).
+    the kernel then goes through LLVM bitcode and llvmlite (see streaming.py),
+    as it does for ``prefetch`` (input buffer name -> bytes ahead to prefetch,
+    streaming.add_prefetch).
     """
     unknown = [name for name in extra_outputs if name not in OUTPUT_SUFFIXES]
     if unknown:
@@ -277,11 +281,12 @@ def compile_pipeline(
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=f".{fn_name}.") as tmp_name:
         tmp = Path(tmp_name)
         obj = tmp / f"{fn_name}.o"
-        files = {hl.OutputFileType.bitcode if streamed else hl.OutputFileType.object:
-                 obj.with_suffix(".bc") if streamed else obj}
+        via_llvmlite = bool(streamed or prefetch)
+        files = {hl.OutputFileType.bitcode if via_llvmlite else hl.OutputFileType.object:
+                 obj.with_suffix(".bc") if via_llvmlite else obj}
         for name in extra_outputs:
             files[getattr(hl.OutputFileType, name)] = tmp / f"{fn_name}{OUTPUT_SUFFIXES[name]}"
-        asm = files.pop(hl.OutputFileType.assembly, None) if streamed else None  # llvmlite's, below
+        asm = files.pop(hl.OutputFileType.assembly, None) if via_llvmlite else None  # llvmlite's, below
         try:
             module = pipeline.compile_to_module(list(args), fn_name, target)
             if autoscheduler_results is not None:
@@ -289,14 +294,16 @@ def compile_pipeline(
             module.compile({k: str(v) for k, v in files.items()})
         except hl.HalideError as e:
             raise CompileError(f"Halide could not compile kernel {fn_name!r} for {target}: {e}") from e
-        done = ()
-        if streamed:
+        done, prefetched = (), ()
+        if via_llvmlite:
             from .streaming import streamed_object
             try:
-                done = tuple(streamed_object(obj.with_suffix(".bc"), streamed, obj, asm))
+                done, prefetched = map(tuple, streamed_object(obj.with_suffix(".bc"), streamed,
+                                                              obj, asm, prefetch))
             except RuntimeError as e:  # llvmlite could not read or build it: plain stores
                 if get_config().log:
-                    print(f"[halojit] kernel {fn_name}: no streaming stores ({e})", file=sys.stderr)
+                    print(f"[halojit] kernel {fn_name}: no streaming stores or prefetches ({e})",
+                          file=sys.stderr)
                 plain = {hl.OutputFileType.object: str(obj)}
                 if asm is not None:
                     plain[hl.OutputFileType.assembly] = str(asm)
@@ -320,6 +327,7 @@ def compile_pipeline(
         seconds=time.perf_counter() - start,
         extra_paths=extra_paths,
         streamed=done,
+        prefetched=prefetched,
     )
 
 

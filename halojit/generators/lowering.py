@@ -8,7 +8,7 @@ numpy axes are reversed into Halide dimensions (numpy's last axis is x).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import halide as hl
 import numpy as np
@@ -1058,6 +1058,9 @@ class LoweredGroup:
     stages: list
     graph: Graph
     target: object = None  # the target to compile for when not the requested one
+    # input index -> bytes ahead to prefetch, set by a schedule template
+    # (streaming.add_prefetch; kept only for streaming.prefetch_inputs)
+    prefetch: dict = field(default_factory=dict)
 
 
 def partial_lanes(target) -> int:

@@ -52,13 +52,15 @@ def _compile_quietly(request: dict) -> dict:
 def compile_group(request: dict) -> dict:
     """request: graph, fn_name, target (string), specs (fallback chain),
     out_dir, and optionally stream (indices of outputs to write with
-    streaming stores; by default streaming.stream_outputs decides)."""
+    streaming stores; by default streaming.stream_outputs decides) and
+    prefetch (indices of inputs a template may prefetch; by default
+    streaming.prefetch_inputs decides)."""
     import halide as hl
 
     from ..schedules.autoschedule import apply_schedule, set_estimates
     from .compile import compile_pipeline
     from .lowering import lower_group
-    from .streaming import prepare_output, stream_outputs
+    from .streaming import prefetch_inputs, prepare_output, stream_outputs
 
     graph = request["graph"]
     fn_name = request["fn_name"]
@@ -69,6 +71,9 @@ def compile_group(request: dict) -> dict:
     stream = request.get("stream")
     if stream is None:
         stream = stream_outputs(graph, target)
+    prefetchable = request.get("prefetch")
+    if prefetchable is None:
+        prefetchable = prefetch_inputs(graph, target)
     # a CUDA kernel also keeps its PTX (<fn>.device_code) for inspection and tests
     extras = ("stmt", "schedule") + (("device_code",) if target.has_gpu_feature() else ())
     t0 = time.perf_counter()
@@ -82,9 +87,12 @@ def compile_group(request: dict) -> dict:
             t_sched = time.perf_counter()
             results, text = apply_schedule(lowered, target, spec)
             sched_seconds = time.perf_counter() - t_sched
+            # software prefetches the template asked for (templates.py), on large inputs
+            prefetch = {lowered.params[k].name(): ahead
+                        for k, ahead in lowered.prefetch.items() if k in prefetchable}
             kernel = compile_pipeline(lowered.pipeline, lowered.params, fn_name,
                                       lowered.target or target, out_dir, extras, results,
-                                      streamed)
+                                      streamed, prefetch)
             if text is not None and kernel.schedule_path:
                 kernel.schedule_path.write_text(f"// {spec}\n{text}\n")
         except (hl.HalideError, CompileError, RuntimeError, HalojitError) as e:
@@ -96,6 +104,7 @@ def compile_group(request: dict) -> dict:
             "schedule": str(kernel.schedule_path) if kernel.schedule_path else None,
             "spec": spec.key, "requested": request["specs"][0].key,
             "streamed": list(kernel.streamed),
+            "prefetched": list(kernel.prefetched),
             "schedule_seconds": sched_seconds, "compile_seconds": time.perf_counter() - t0,
             "failures": failures,
         }

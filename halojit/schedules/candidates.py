@@ -26,12 +26,12 @@ RANDOM_SAMPLES = 256
 # template name -> (fits(graph), {param: values}); each grid starts at the defaults.
 TEMPLATE_GRIDS = {
     "RowReduce": (row_reduce_fits, {"block": (4, 2, 8, 16), "rows_per_task": (32, 8, 128),
-                                    "vector": (16, 32, 64, 8)}),
+                                    "vector": (16, 32, 64, 8), "prefetch": (16, 0)}),
     # tile_m: rows of the register block (templates.MAX_BLOCK_ROWS caps it)
     "Matmul": (matmul_fits, {"tile_m": (8, 4, 6, 10, 12, 14), "tile_n": (64, 32, 128, 256, 512),
                              "vector": (16, 8), "unroll_k": (1, 2, 4)}),
     "Stencil": (stencil_fits, {"rows": (32, 16, 64, 128), "tile_x": (0, 1024, 512),
-                               "vector": (32, 16, 64), "sliding": (1, 0)}),
+                               "vector": (32, 16, 64), "sliding": (1, 0), "prefetch": (16, 0)}),
     # the chunk count comes from the lowering; interleave: chunks side by side per task (0: auto)
     "FullReduce": (full_reduce_fits, {"interleave": (0, 1, 2, 4, 8)}),
     "ColReduce": (col_reduce_fits, {"chunks": (8, 1, 4, 16, 32), "unroll": (4, 1, 2, 8),

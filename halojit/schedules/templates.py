@@ -22,19 +22,22 @@ from .transpose import TRANSPOSE, apply_transpose, tile_blocks, transpose_fits
 
 # name -> (defaults, doc)
 TEMPLATES = {
-    "RowReduce": ({"vector": "16", "rows_per_task": "32", "block": "4", "inline": "1"},
+    "RowReduce": ({"vector": "16", "rows_per_task": "32", "block": "4", "inline": "1",
+                   "prefetch": "16"},
                   "reductions over the last axis: parallel tasks of rows_per_task rows in "
                   "blocks of block rows; a block's reductions and shared intermediates "
                   "computed at the block, vectorized, the block's rows unrolled; "
-                  "inline=1 recomputes cheap shared values (x - mean) where read"),
+                  "inline=1 recomputes cheap shared values (x - mean) where read; a large "
+                  "input prefetched whole blocks and at least prefetch KiB ahead (0: none)"),
     "Matmul": ({"tile_m": "8", "tile_n": "64", "vector": "16", "unroll_k": "1"},
                "GEMM: parallel panels of tile_n columns with B packed per panel, "
                "tile_m x 2-vector FMA accumulator blocks in registers, epilogue per block"),
-    "Stencil": ({"rows": "32", "tile_x": "0", "vector": "32", "sliding": "1"},
+    "Stencil": ({"rows": "32", "tile_x": "0", "vector": "32", "sliding": "1", "prefetch": "16"},
                 "2-D stencils (a value read through shifted slices): parallel strips of "
                 "rows (x tiles of tile_x columns, 0 = the whole width), intermediate "
                 "stages computed per output row and kept as a sliding window over the "
-                "strip (sliding=1) or per strip (sliding=0)"),
+                "strip (sliding=1) or per strip (sliding=0); a large input prefetched whole "
+                "rows and at least prefetch KiB ahead (0: none)"),
     "Elementwise": ({"vector": "64", "task_kib": "1024"},
                     "elementwise groups: parallel tasks of about task_kib KiB of output, "
                     "rows vectorized vector lanes wide (several native vectors per "
@@ -166,6 +169,22 @@ def _int(params, key):
     return v
 
 
+def set_prefetch(lowered, params, rows: int) -> str:
+    """Ask for software prefetches (streaming.add_prefetch) of every input
+    with rows (2-D and up), whole groups of ``rows`` of its rows and at
+    least ``params["prefetch"]`` KiB ahead (0: none); they are kept only
+    for inputs too large for the L3 (streaming.prefetch_inputs). Returns
+    the schedule line that says so, or ""."""
+    kib = int(params.get("prefetch", 0))
+    if kib <= 0:
+        return ""
+    for k, node in enumerate(lowered.graph.inputs):
+        if len(node.shape) >= 2 and node.shape[-1]:
+            step = rows * node.shape[-1] * node.dtype.itemsize
+            lowered.prefetch[k] = -(-kib * 1024 // step) * step
+    return f"prefetch(inputs, {kib} KiB ahead in whole groups of {rows} row(s))"
+
+
 def fix_extents(lowered) -> None:
     """Constant extents, zero mins: the real shapes (kernels are compiled per
     shape; asserted at run time). Loops get constant trip counts, a block's
@@ -293,7 +312,8 @@ def apply_row_reduce(lowered, params) -> str:
             # No atomic().vectorize(r.x): under strict_float Halide cannot prove
             # our NaN-propagating max or strict float adds associative.
             lines.append(f"{f.name()}.compute_at({out.name()}, rb)")
-    return "\n".join(lines)
+    lines.append(set_prefetch(lowered, params, block))
+    return "\n".join(filter(None, lines))
 
 
 def matmul_fits(graph) -> bool:
@@ -526,7 +546,8 @@ def apply_stencil(lowered, params) -> str:
         else:  # a lower-dimensional shared value: once per strip
             f.compute_at(out, yo)
             lines.append(f"{f.name()}.compute_at({out.name()}, yo)")
-    return "\n".join(lines)
+    lines.append(set_prefetch(lowered, params, 1))
+    return "\n".join(filter(None, lines))
 
 
 def apply_elementwise(lowered, params) -> str:

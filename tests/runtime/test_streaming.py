@@ -141,6 +141,58 @@ def test_mark_nontemporal_leaves_other_buffers():
     assert streaming.mark_nontemporal(ir, ["tmp"]) == (ir, [])
 
 
+def test_add_prefetch_only_vector_loads_of_named_inputs():
+    llvm = streaming._llvm()
+    ir = "\n".join([
+        "define <8 x float> @k(ptr %a, ptr %b, ptr %c) {",
+        "  %u = load <8 x float>, ptr %a, align 4, !tbaa !3",
+        "  %v = load <8 x float>, ptr %b, align 4, !tbaa !5",
+        "  %s = load float, ptr %c, align 4, !tbaa !7",
+        "  %w = fadd <8 x float> %u, %v",
+        "  ret <8 x float> %w",
+        "}",
+        '!1 = !{!"Halide buffer"}',
+        '!2 = !{!"in0", !1, i64 0}',
+        "!3 = !{!2, !2, i64 0}",
+        '!4 = !{!"in1", !1, i64 0}',
+        "!5 = !{!4, !4, i64 0}",
+        '!6 = !{!"in2", !1, i64 0}',
+        "!7 = !{!6, !6, i64 0}",
+    ])
+    text, names = streaming.add_prefetch(ir, {"in0": 16384, "in2": 64, "absent": 8})
+    assert names == ["in0"]  # in2 has a scalar load only
+    lines = text.splitlines()
+    k = lines.index("  %u = load <8 x float>, ptr %a, align 4, !tbaa !3")
+    assert lines[k - 2] == "  %hj.prefetch.1 = getelementptr i8, ptr %a, i64 16384"
+    assert lines[k - 1] == "  call void @llvm.prefetch.p0(ptr %hj.prefetch.1, i32 0, i32 3, i32 1)"
+    assert text.count("call void @llvm.prefetch") == 1 and "declare void @llvm.prefetch.p0(" in text
+    llvm.parse_assembly(text).verify()  # valid IR
+    assert streaming.add_prefetch(ir, {"in1": 0 + 64})[1] == ["in1"]
+    assert streaming.add_prefetch(ir, {"nothing": 64}) == (ir, [])
+
+
+def test_prefetched_kernel(target, tmp_path):
+    pipeline, a, name = _pipeline()
+    compiled = hc.compile_pipeline(pipeline, [a], "t_prefetch", target, tmp_path,
+                                   extra_outputs=("assembly",), streamed=[name],
+                                   prefetch={"a": 4096})
+    assert compiled.prefetched == ("a",) and compiled.streamed == (name,)
+    asm = compiled.extra_paths["assembly"].read_text()
+    assert "prefetcht0\t" in asm and "vmovnt" in asm
+    x = np.random.default_rng(1).standard_normal((64, 256)).astype(np.float32)
+    keep = x.copy()
+    out = np.full_like(x, np.nan)
+    _run(compiled, x, out)
+    np.testing.assert_array_equal(out, x * 2 + 1)
+    np.testing.assert_array_equal(x, keep)
+    # prefetches alone also take the llvmlite path (an output small enough for plain stores)
+    pipeline, a, name = _pipeline()
+    plain = hc.compile_pipeline(pipeline, [a], "t_prefetch_plain", target, tmp_path,
+                                extra_outputs=("assembly",), prefetch={"a": 256})
+    asm = plain.extra_paths["assembly"].read_text()
+    assert plain.prefetched == ("a",) and "prefetcht0\t" in asm and "vmovnt" not in asm
+
+
 # -- traced functions -------------------------------------------------------------
 
 
@@ -259,3 +311,70 @@ def test_below_threshold_plain(monkeypatch):
     x, b = _inputs(np.random.default_rng(5), [(64, 256), (256,)])
     np.testing.assert_array_equal(f(x, b), _bias_relu(x, b))
     assert not any(k.streamed for k in _kernels(f))
+
+
+def _layernorm(x, g, b):
+    m = x.mean(axis=-1, keepdims=True)
+    return (x - m) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5) * g + b
+
+
+PREFETCH_CASES = {
+    # name: fn, shapes, the inputs prefetched, the distance's row bytes (RowReduce: blocks of rows)
+    "softmax": (_softmax, [(96, 128)], ["in0"]),
+    "softmax_long_rows": (_softmax, [(12, 8192)], ["in0"]),
+    "layernorm": (_layernorm, [(64, 256), (256,), (256,)], ["in0"]),  # g and b: 1-D, none
+    "blur": (_blur, [(80, 91)], ["in0"]),
+}
+
+
+@pytest.mark.parametrize("name", list(PREFETCH_CASES))
+def test_traced_templates_prefetch(name, monkeypatch):
+    # RowReduce and Stencil ask for prefetches of their large inputs; the
+    # kernel's results do not change
+    monkeypatch.setenv("HALOJIT_STREAM_STORES", str(MIN_BYTES))
+    fn, shapes, expect = PREFETCH_CASES[name]
+    rng = np.random.default_rng(7)
+    args = _inputs(rng, shapes)
+    args[0].flat[::13] = np.nan
+    args[0].flat[5::17] = -np.inf
+    keep = [a.copy() for a in args]
+    f = halojit.trace(fn)
+    got = f(*args)
+    np.testing.assert_allclose(got, fn(*args), rtol=2e-6, atol=1e-7, equal_nan=True)
+    for a, k in zip(args, keep):
+        np.testing.assert_array_equal(a, k)
+    (kernel,) = _kernels(f)
+    info = json.loads(kernel.so_path.with_suffix(".json").read_text())
+    assert info["spec"].startswith(("RowReduce", "Stencil")) and "prefetch=16" in info["spec"]
+    assert info["prefetched"] == expect, info
+    assert "prefetch(inputs, 16 KiB ahead" in f.lower(*args).groups[0].schedule
+
+
+@pytest.mark.parametrize("shape,rows,ahead", [
+    ((96, 128), 4, 16384),        # blocks of 4 rows of 512 bytes: 8 blocks ahead
+    ((12, 8192), 4, 131072),      # a block of 4 rows of 32 KiB: one block ahead
+    ((80, 91), 1, 46 * 364),      # rows of 364 bytes: the first whole row past 16 KiB
+    ((2, 3, 4096), 4, 65536),
+])
+def test_prefetch_distance_whole_row_groups(shape, rows, ahead):
+    from types import SimpleNamespace
+
+    from halojit.schedules.templates import set_prefetch
+    inputs = [SimpleNamespace(shape=shape, dtype=np.dtype(np.float32)),
+              SimpleNamespace(shape=(shape[-1],), dtype=np.dtype(np.float32))]  # 1-D: none
+    lowered = SimpleNamespace(graph=SimpleNamespace(inputs=inputs), prefetch={})
+    assert set_prefetch(lowered, {"prefetch": "16"}, rows)
+    assert lowered.prefetch == {0: ahead}
+    lowered.prefetch = {}
+    assert set_prefetch(lowered, {"prefetch": "0"}, rows) == "" and lowered.prefetch == {}
+
+
+@pytest.mark.parametrize("threshold", ["0", "large"])
+def test_no_prefetch_below_threshold_or_when_off(threshold, monkeypatch):
+    # inputs that fit the L3 (here: below the streaming size) and prefetch=0 get none
+    monkeypatch.setenv("HALOJIT_STREAM_STORES", str(MIN_BYTES) if threshold == "0" else str(1 << 30))
+    x = _inputs(np.random.default_rng(8), [(96, 128)])[0]
+    f = halojit.trace(_softmax, autoscheduler="RowReduce;prefetch=0" if threshold == "0" else None)
+    np.testing.assert_allclose(f(x), _softmax(x), rtol=2e-6, atol=1e-7)
+    (kernel,) = _kernels(f)
+    assert json.loads(kernel.so_path.with_suffix(".json").read_text())["prefetched"] == []
