@@ -378,3 +378,15 @@ def test_no_prefetch_below_threshold_or_when_off(threshold, monkeypatch):
     np.testing.assert_allclose(f(x), _softmax(x), rtol=2e-6, atol=1e-7)
     (kernel,) = _kernels(f)
     assert json.loads(kernel.so_path.with_suffix(".json").read_text())["prefetched"] == []
+
+
+@pytest.mark.parametrize("value,expected", [("x", "prefetch='x': expected an integer"),
+                                            ("-4", "prefetch=-4: expected >= 1")])
+def test_prefetch_parameter_checked(value, expected):
+    # named in the error (a trace falls back to the autoschedulers on it)
+    from types import SimpleNamespace
+
+    from halojit.schedules.templates import set_prefetch
+    lowered = SimpleNamespace(graph=SimpleNamespace(inputs=[]), prefetch={})
+    with pytest.raises(HalojitError, match=expected):
+        set_prefetch(lowered, {"prefetch": value}, 4)
