@@ -224,9 +224,10 @@ def tuned_spec(local: Graph, target) -> ScheduleSpec | None:
     return lookup(group_key(local), str(target))
 
 
-def kernel_name(local: Graph, spec: ScheduleSpec, target, stream=None) -> str:
+def kernel_name(local: Graph, spec: ScheduleSpec, target, stream=None, prefetch=None) -> str:
     """The kernel's symbol and cache key; ``stream``: stream_outputs(local,
-    target) when the caller has it already."""
+    target) and ``prefetch``: prefetch_inputs(local, target), when the
+    caller has them already."""
     from .. import __version__
     h = hashlib.blake2b(digest_size=12)
     parts = (group_key(local), spec.key, str(target), halide_version(), __version__,
@@ -237,7 +238,8 @@ def kernel_name(local: Graph, spec: ScheduleSpec, target, stream=None) -> str:
         stream = stream_outputs(local, target)
     if stream:
         parts += ("stream" + ",".join(map(str, stream)),)
-    prefetch = prefetch_inputs(local, target)
+    if prefetch is None:
+        prefetch = prefetch_inputs(local, target)
     if prefetch:  # inputs a template may prefetch (the config's size decides)
         parts += ("prefetch" + ",".join(map(str, prefetch)),)
     for part in parts:
@@ -258,7 +260,8 @@ def compile_kernels(groups: list[Group], target, autoscheduler=None) -> list[Ker
         # A user-given autoscheduler wins, then a tuning run's recorded best.
         spec = user_spec or tuned_spec(local, target) or default_spec(local, target)
         stream = stream_outputs(local, target)
-        fn = kernel_name(local, spec, target, stream)
+        prefetch = prefetch_inputs(local, target)
+        fn = kernel_name(local, spec, target, stream, prefetch)
         so = out_dir / f"{fn}.so"
         meta = out_dir / f"{fn}.json"
         if is_valid_so(so, fn) and meta.exists():
@@ -278,7 +281,7 @@ def compile_kernels(groups: list[Group], target, autoscheduler=None) -> list[Ker
         by_name[fn] = len(requests)
         requests.append({"graph": local, "fn_name": fn, "target": str(target),
                          "fast_math": get_config().fast_math, "stream": stream,
-                         "prefetch": prefetch_inputs(local, target),
+                         "prefetch": prefetch,
                          "specs": fallback_chain(spec, target), "out_dir": str(out_dir)})
         _log(f"kernel {fn} ({len(g.nodes)} ops: {', '.join(n.op for n in g.nodes[:6])}"
              f"{'...' if len(g.nodes) > 6 else ''}): compiling ({spec})")
