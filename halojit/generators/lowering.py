@@ -310,6 +310,24 @@ def lower_int_power(lw: Lowerer, node: Node, operands) -> Lazy:
 
 
 # -- reductions ------------------------------------------------------------------------
+def opaque(e):
+    """``e`` unchanged, as a float value whose range Halide cannot bound.
+
+    Halide's loop trimming (TrimNoOps) deletes an update whose stored value
+    it proves equal to the value loaded, and its interval arithmetic knows
+    no NaN: a float load is unbounded but ``load * 0`` (or ``0 / load``) is
+    exactly [0, 0]. So ``sum(y * 0)`` over a two-level loop nest lost its
+    whole update and returned 0 where numpy gives NaN for a NaN or inf in
+    ``y`` (strict_float does not help: the bounds ignore it). A bit pattern
+    XOR 0 hides the value from the interval analysis and costs nothing:
+    LLVM folds it away."""
+    t = e.type()
+    if not t.is_float():
+        return e
+    u = hl.UInt(t.bits())
+    return hl.reinterpret(t, hl.reinterpret(u, e) ^ hl.cast(u, 0))
+
+
 def _reduce_setup(lw: Lowerer, node: Node, x: Lazy):
     axes, keep = node.params["axes"], node.params["keepdims"]
     out_vars = lw.vars(node.aval.ndim)
@@ -414,7 +432,7 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
     _define(f, out_vars, init)
 
     def value(idx):
-        return hl.cast(ct, x.at(idx))
+        return opaque(hl.cast(ct, x.at(idx)))
 
     def src_index(rvars):
         return _src_index(len(x.shape), rvars, out_vars, node.params["keepdims"])
@@ -545,7 +563,7 @@ def lower_col_reduce(lw: Lowerer, node: Node, x: Lazy, ct, init, combine) -> Laz
     part = hl.Func(lw.fresh(node.op + "_colpart"))
     pvars = [chunk] + out_vars
     _define(part, pvars, init)
-    _define(part, pvars, combine(_ref(part, pvars), hl.cast(ct, x.at(idx))))
+    _define(part, pvars, combine(_ref(part, pvars), opaque(hl.cast(ct, x.at(idx)))))
     lw.stages.append(Stage("colpart", part, (chunks,) + tuple(node.shape), rk, x.shape,
                            loop_order=tuple(order) + (chunk,)))
     f = hl.Func(lw.fresh(node.op))
@@ -936,7 +954,7 @@ def lower_matmul(lw, node, operands):
         _define(f, out_vars, _ref(f, out_vars) | prod)
     else:
         _define(f, out_vars, hl.cast(ct, 0))
-        _define(f, out_vars, H.BINARY["add"](_ref(f, out_vars), prod))
+        _define(f, out_vars, H.BINARY["add"](_ref(f, out_vars), opaque(prod)))
     convert = H.round_f16 if dt == np.float16 else None
     lw.stages.append(Stage("matmul", f, node.shape, r, a.shape))
     return func_lazy(f, node.shape, dt, convert=convert)
@@ -1022,7 +1040,7 @@ def lower_matmul_blocked(lw, node, a, b, block):
         shapes = (*out_batch, -(-n // block), k, block), (*out_batch, m, n)
     cargs = [j, i, jb] + bv[::-1]
     c[cargs] = hl.cast(ct, 0)
-    c[cargs] = c[cargs] + lw.strict(a_at) * pack[[j, r.x, jb] + bv[::-1]]
+    c[cargs] = c[cargs] + opaque(lw.strict(a_at) * pack[[j, r.x, jb] + bv[::-1]])
     lw.stages.append(Stage("pack", pack, shapes[0]))
     lw.stages.append(Stage("matmul", c, shapes[1], r, (*shapes[1][:-1], k)))
 
