@@ -496,7 +496,8 @@ def _sign(a):
     if t.is_uint():
         return hl.select(a > zero, one, zero)
     if t.is_float():
-        return hl.select(hl.is_nan(a), a, hl.select(a > zero, one, hl.select(a < zero, -one, a)))
+        # numpy's sign(-0.0) is +0.0
+        return hl.select(hl.is_nan(a), a, hl.select(a > zero, one, hl.select(a < zero, -one, zero)))
     return hl.select(a > zero, one, hl.select(a < zero, -one, zero))
 
 

@@ -273,12 +273,19 @@ def lower_elementwise(node: Node, operands, fast_math: bool = False) -> Lazy:
         # inf gave 0 where numpy gives NaN: so the NaN comes from y's bits
         fn = H.self_difference
     round16 = out_dt == np.float16
+    # y * 0 and 0 / y: Halide's interval arithmetic (no NaN) bounds them to
+    # exactly [0, 0] and then drops what looks constant: where(isnan(y * 0),
+    # 0, y * 0) lost its select and kept the NaN (see opaque)
+    hide = node.op in ("multiply", "divide") and out_dt.kind == "f" and any(
+        i.op == "constant" and i.aval.size == 1 and i.params["value"].value.item() == 0
+        for i in node.inputs)
 
     def at(idx):
         e = fn(*[x.at(bcast_index(idx, x.shape)) for x in operands])
         if e.type() != H.compute_type(out_dt):
             e = hl.cast(H.compute_type(out_dt), e)
-        return H.round_f16(e) if round16 else e
+        e = H.round_f16(e) if round16 else e
+        return opaque(e) if hide else e
     return Lazy(shape, out_dt, at)
 
 

@@ -547,3 +547,28 @@ def test_hypot_of_inf_and_nan_is_inf(dtype, opt_level):
     b = np.array([np.nan, -np.inf, 1.0, 2.0, 4.0], dtype)
     got = jit(lambda a, b: np.hypot(a, b), opt_level)(a, b)
     assert_same(got, np.array([np.inf, np.inf, np.inf, np.nan, 5.0], dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_sign_of_signed_zeros_is_positive_zero(dtype, opt_level):
+    x = np.array([-0.0, 0.0, -2.5, np.nan, -np.inf], dtype)
+    got = jit(np.sign, opt_level)(x)
+    assert_same(got, np.array([0.0, 0.0, -1.0, np.nan, -1.0], dtype))
+    assert not np.signbit(got[:2]).any()  # numpy: sign(-0.0) is +0.0
+
+
+# y * 0 and 0 / y are NaN where y is NaN or inf (and 0 / 0); Halide's
+# interval arithmetic bounds them to exactly 0, which dropped the select of
+# where(isnan(y * 0), ...) in vector code (lowering.lower_elementwise)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_values_that_look_constant_keep_nan_in_selects(dtype, opt_level):
+    x = np.tile(np.array([1.5, -0.0, 0.0, np.nan, np.inf, -np.inf, 3.0, -4.0], dtype), (3, 5))
+    fns = [lambda y: np.where(np.isnan(y * 0), 1.0, y * 0),  # one output each: a
+           lambda y: np.where(np.isfinite(0 / y), y, 5),      # group of several kept
+           lambda y: np.where(y * 0 == 0, 2.0, -1.0),         # y * 0 in a Func of its own
+           lambda y: np.nansum(y * 0, axis=1)]
+    got = [jit(fn, opt_level)(x) for fn in fns]
+    for fn, g in zip(fns, got):
+        assert_same(g, numpy_eager(fn, x))
+    assert got[0][0, 3] == 1.0 and got[1][0, 2] == 5 and got[2][0, 4] == -1.0
+    assert (got[3] == 0).all()
