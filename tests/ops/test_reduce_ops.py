@@ -231,6 +231,7 @@ CONSTANT_LOOKING = [
     ("sum-0/y-axis0", lambda y: (0 / y).sum(axis=0)),
     ("prod-y*0+1", lambda y: (y * 0 + 1).prod()),
     ("mean-y*0", lambda y: (y * 0).mean()),
+    ("sum-y+y-2y", lambda y: (y + y - 2 * y).sum(axis=0)),
     ("einsum", lambda y: np.einsum("ij,ij->", y * 0, y)),
     ("matmul", lambda y: (y * 0) @ np.ones((y.shape[-1], 3), y.dtype)),
     ("dot-ravel", lambda y: np.dot((y * 0).ravel(), y.ravel())),
