@@ -82,6 +82,9 @@ _ACCUMULATE_UFUNCS = {"add": "cumsum", "multiply": "cumprod"}
 # ufuncs with no graph op of their own: name -> a function of the operands
 # (TracedArrays already cast to numpy's loop dtypes), filled in by numpy_composite
 COMPOSITE_UFUNCS: dict = {}
+# a two-output composite (divmod, modf) -> a one-output ufunc with the same input
+# loops: resolve_ufunc asks numpy for one output only
+COMPOSITE_LOOPS: dict = {}
 
 
 def apply_ufunc(ctx, ufunc, method, inputs, kwargs):
@@ -113,7 +116,8 @@ def apply_ufunc(ctx, ufunc, method, inputs, kwargs):
         _unsupported_kw(name, kwargs, ("casting", "order", "subok"))
         nodes = _cast_all(ctx, inputs, loc, dtype) if dtype is not None else \
             [ctx.as_node(x, loc) for x in inputs]
-        in_dts, _, weak = resolve_ufunc(name, [n.aval for n in nodes], loc)
+        in_dts, _, weak = resolve_ufunc(COMPOSITE_LOOPS.get(name, name),
+                                        [n.aval for n in nodes], loc)
         cast = ctx.weak_cast if weak else ctx.cast
         result = COMPOSITE_UFUNCS[name](*[TracedArray(cast(n, dt, loc), ctx)
                                           for n, dt in zip(nodes, in_dts)])

@@ -1,9 +1,13 @@
 """numpy functions that are compositions of other traced numpy calls: the
-NaN-ignoring reductions, ``isclose``, ``nan_to_num``, ``select``,
-``average``, ``ptp``, ``gradient``, ``trapezoid``, ``polyval``,
-``tensordot``, ``inner``, ``kron``, ``cross``, ``meshgrid``, ``partition``,
-the ufuncs ``logaddexp``, ``logaddexp2``, ``heaviside``, ``float_power``
-and ``fabs``, and the ufunc methods ``outer`` and ``accumulate``.
+NaN-ignoring reductions, ``isclose``, ``allclose``, ``array_equal``,
+``nan_to_num``, ``select``, ``average``, ``ptp``, ``gradient``,
+``trapezoid``, ``polyval``, ``cov``, ``corrcoef``, ``angle`` (of real
+input), ``tensordot``, ``inner``, ``kron``, ``cross``, ``meshgrid``,
+``partition``, ``diagonal`` and ``trace`` (also as ndarray methods),
+``diag``, ``atleast_1d``/``2d``/``3d``, ``fliplr``, ``flipud``, ``rot90``,
+the ufuncs ``logaddexp``, ``logaddexp2``, ``heaviside``, ``float_power``,
+``fabs``, ``ldexp``, ``divmod`` and ``modf``, and the ufunc methods
+``outer`` and ``accumulate``.
 
 Each handler follows numpy's own definition step by step (the same
 operations in the same dtypes), so values, dtypes and NaN/inf handling are
@@ -15,13 +19,14 @@ values (an all-NaN slice for ``nanargmax``, weights summing to zero for
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 
 import numpy as np
 
 from ..errors import UnsupportedError, format_loc
-from .numpy_api import (COMPOSITE_UFUNCS, _along_last, _array, _ctx_of, _tr, _unsupported_kw,
-                        common_dtype, implements)
+from .numpy_api import (COMPOSITE_LOOPS, COMPOSITE_UFUNCS, _along_last, _array, _ctx_of, _tr,
+                        _unsupported_kw, common_dtype, implements)
 from .ops import normalize_axes, normalize_axis
 from .tracer import TracedArray, user_loc
 
@@ -534,6 +539,218 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     return tuple(np.copy(o) for o in out) if copy else tuple(out)
 
 
+# -- diagonals, flips and rank -------------------------------------------------------
+@implements(np.diagonal)
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """The diagonals of the (axis1, axis2) planes as the last axis, as numpy:
+    both axes moved last and flattened together, then every (m + 1)-th
+    element from the first diagonal one (basic slicing, no gather)."""
+    loc = user_loc()
+    a = _traced(_array(a))
+    offset = operator.index(offset)  # numpy: TypeError for a float offset
+    if a.ndim < 2:
+        raise ValueError("diag requires an array of at least two dimensions")
+    i = normalize_axis(axis1, a.ndim, "diagonal", loc)
+    j = normalize_axis(axis2, a.ndim, "diagonal", loc)
+    if i == j:
+        raise ValueError("axis1 and axis2 cannot be the same")
+    b = np.moveaxis(a, (i, j), (-2, -1))
+    n, m = b.shape[-2:]
+    length = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+    flat = np.reshape(b, b.shape[:-2] + (n * m,))
+    if length == 0:
+        return flat[..., :0]
+    start, step = (offset if offset >= 0 else -offset * m), m + 1
+    return flat[..., start:start + (length - 1) * step + 1:step]
+
+
+@implements(np.trace)
+def trace_(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    """The sum of ``diagonal``, in np.sum's dtypes (bool and small ints sum
+    to the platform int), as numpy's PyArray_Trace."""
+    _unsupported_kw("trace", {"out": out})
+    return np.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+@implements(np.diag)
+def diag(v, k=0):
+    """2-D: ``diagonal``. 1-D: the (n + |k|)-square matrix with ``v`` on the
+    k-th diagonal and zeros elsewhere; the mask is computed from two iotas in
+    the kernel (no n * n constant)."""
+    loc = user_loc()
+    ctx = _ctx_of(v)
+    v = _traced(_array(v))
+    k = operator.index(k)
+    if v.ndim == 2:
+        return diagonal(v, k)
+    if v.ndim != 1:
+        raise ValueError("Input must be 1- or 2-d.")
+    n = v.shape[0] + abs(k)
+    row = np.pad(v, (k, 0) if k >= 0 else (0, -k))  # row[c] = v[c - k] for k >= 0
+    col = _tr(ctx, np.arange(n), loc)
+    on_diagonal = (col[None, :] - col[:, None]) == k
+    return np.where(on_diagonal, row[None, :], v.dtype.type(0))
+
+
+def _atleast(shape_of, arys):
+    """numpy's atleast_nd: one array alone, several as a tuple; the missing
+    axes of length 1 are added by a reshape (a view, as numpy's)."""
+    ctx = _ctx_of(*arys)
+    loc = user_loc()
+    res = []
+    for ary in arys:
+        ary = _tr(ctx, _array(ary), loc)
+        res.append(np.reshape(ary, shape_of(tuple(ary.shape))))
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+@implements(np.atleast_1d)
+def atleast_1d(*arys):
+    return _atleast(lambda s: s or (1,), arys)
+
+
+@implements(np.atleast_2d)
+def atleast_2d(*arys):
+    return _atleast(lambda s: (1,) * (2 - len(s)) + s if len(s) < 2 else s, arys)
+
+
+@implements(np.atleast_3d)
+def atleast_3d(*arys):
+    return _atleast(lambda s: {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}.get(len(s), s),
+                    arys)
+
+
+@implements(np.fliplr)
+def fliplr(m):
+    m = _traced(_array(m))
+    if m.ndim < 2:
+        raise ValueError("Input must be >= 2-d.")
+    return np.flip(m, axis=1)
+
+
+@implements(np.flipud)
+def flipud(m):
+    m = _traced(_array(m))
+    if m.ndim < 1:
+        raise ValueError("Input must be >= 1-d.")
+    return np.flip(m, axis=0)
+
+
+@implements(np.rot90)
+def rot90(m, k=1, axes=(0, 1)):
+    axes = tuple(axes)
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    m = _traced(_array(m))
+    if axes[0] == axes[1] or abs(axes[0] - axes[1]) == m.ndim:
+        raise ValueError("Axes must be different.")
+    if not all(-m.ndim <= ax < m.ndim for ax in axes):
+        raise ValueError(f"Axes={axes} out of range for array of ndim={m.ndim}.")
+    k %= 4
+    if k == 0:
+        return m[:]
+    if k == 2:
+        return np.flip(np.flip(m, axes[0]), axes[1])
+    perm = list(range(m.ndim))
+    perm[axes[0]], perm[axes[1]] = perm[axes[1]], perm[axes[0]]
+    if k == 1:
+        return np.transpose(np.flip(m, axes[1]), perm)
+    return np.flip(np.transpose(m, perm), axes[1])
+
+
+# -- comparisons of whole arrays ------------------------------------------------------
+@implements(np.allclose)
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """np.all of ``isclose``: a 0-d bool array inside the trace (numpy's
+    Python bool would need the values while tracing)."""
+    return np.all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+@implements(np.array_equal)
+def array_equal(a1, a2, equal_nan=False):
+    """A 0-d bool array inside the trace; different shapes (known while
+    tracing) give a constant False, as numpy. With ``equal_nan``, NaNs must
+    sit at the same places and the other values be equal."""
+    loc = user_loc()
+    ctx = _ctx_of(a1, a2)
+    a1, a2 = (_tr(ctx, _array(v), loc) for v in (a1, a2))
+    if a1.shape != a2.shape:
+        return _tr(ctx, np.asarray(False), loc)
+    eq = a1 == a2
+    if equal_nan and "f" in (a1.dtype.kind, a2.dtype.kind):
+        eq = np.where(np.isnan(a1), np.isnan(a2), eq)
+    return np.all(eq)
+
+
+# -- covariance -----------------------------------------------------------------------
+def _rows(x, dtype):
+    """``np.array(x, ndmin=2, dtype=dtype)``: leading axes of length 1 added."""
+    return np.reshape(x, (1,) * (2 - x.ndim) + tuple(x.shape)).astype(dtype)
+
+
+@implements(np.cov)
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *,
+        dtype=None):
+    """numpy's cov without weights: the rows centred by their mean, ``X @
+    X.T``, scaled by ``1 / (observations - ddof)`` (inf, with numpy's
+    warning, when that is <= 0)."""
+    _unsupported_kw("cov", {"fweights": fweights, "aweights": aweights})
+    if ddof is not None and ddof != int(ddof):
+        raise ValueError("ddof must be integer")
+    loc = user_loc()
+    ctx = _ctx_of(m, y)
+    m = _tr(ctx, _array(m), loc)
+    if m.ndim > 2:
+        raise ValueError("m has more than 2 dimensions")
+    if y is not None:
+        y = _tr(ctx, _array(y), loc)
+        if y.ndim > 2:
+            raise ValueError("y has more than 2 dimensions")
+    if dtype is None:
+        dtype = np.result_type(m.dtype, np.float64) if y is None else \
+            np.result_type(m.dtype, y.dtype, np.float64)
+    X = _rows(m, dtype)
+    if not rowvar and m.ndim != 1:
+        X = X.T
+    if X.shape[0] == 0:
+        return _tr(ctx, np.array([]).reshape(0, 0), loc)
+    if y is not None:
+        Y = _rows(y, dtype)
+        if not rowvar and Y.shape[0] != 1:
+            Y = Y.T
+        X = np.concatenate((X, Y), axis=0)
+    if ddof is None:
+        ddof = 1 if bias == 0 else 0
+    fact = X.shape[1] - ddof
+    if fact <= 0:
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
+        fact = 0.0
+    X = X - np.mean(X, axis=1)[:, None]  # numpy: average(X, axis=1) without weights
+    c = np.dot(X, X.T)
+    c = (c * np.true_divide(1, fact)).astype(c.dtype)  # numpy: c *= (a float64)
+    return np.squeeze(c)
+
+
+@implements(np.corrcoef)
+def corrcoef(x, y=None, rowvar=True, *, dtype=None):
+    c = cov(x, y, rowvar, dtype=dtype)
+    if c.ndim != 2:  # numpy: diag raises for a scalar covariance
+        return c / c  # NaN for NaN, inf or 0; 1 otherwise
+    stddev = np.sqrt(diagonal(c))
+    c = c / stddev[:, None]
+    c = c / stddev[None, :]
+    return np.clip(c, -1, 1)
+
+
+@implements(np.angle)
+def angle(z, deg=False):
+    """Real input only (halojit traces no complex numbers): numpy's
+    ``arctan2(0, z)`` with the weak 0, so pi for negatives and -0.0, 0 for
+    +0.0 and positives, NaN for NaN, in arctan2's float dtype."""
+    a = np.arctan2(0, _traced(_array(z)))
+    return a * (180 / np.pi) if deg else a
+
+
 # -- partition: a full sort is a valid partition ------------------------------------
 def _partition(fname, op, a, kth, axis, kind, order):
     loc = user_loc()
@@ -593,10 +810,53 @@ def _heaviside(x, h0):
     return np.where(np.isnan(x), x, r).astype(x.dtype)
 
 
+def _divmod(x, y):
+    # numpy's divmod loop and its floor_divide and remainder loops share npy_divmod
+    return np.floor_divide(x, y), np.remainder(x, y)
+
+
+def _modf(x):
+    # C's modf: the fraction has x's sign (-0.0 for -3.0) and is +-0 for +-inf
+    whole = np.trunc(x)
+    frac = np.where(np.isinf(x), 0.0, x - whole)  # x - trunc(x) is exact
+    return np.copysign(frac, x), whole
+
+
+def _ldexp(x, i):
+    """x * 2**i rounded once, as C's ldexp: in float64 (float16 and float32
+    too: exact there, then one rounding to x's dtype), by three normal
+    powers of two, smallest first. Every step is exact except the last
+    unless an intermediate goes subnormal, and then the result is +-0
+    anyway. Exponents beyond +-2200 give what +-2200 gives: +-0 or +-inf."""
+    k = np.clip(i, -2200, 2200)
+    k1 = np.clip(k, -1022, 1023)
+    k2 = np.clip(k - k1, -1022, 1023)
+    k3 = k - k1 - k2
+    y = x.astype(np.float64)
+    for e in (k3, k2, k1):
+        y = y * np.exp2(e.astype(np.float64))  # exact: a power of two in range
+    return y.astype(x.dtype)
+
+
+COMPOSITE_LOOPS.update({
+    "divmod": "floor_divide",  # the same 'bb'...'dd' loops
+    "modf": "sqrt",  # 'e', 'f', 'd' for real inputs: int8 -> float16, int32 -> float64
+})
+
 COMPOSITE_UFUNCS.update({
+    "divmod": _divmod,
+    "modf": _modf,
+    "ldexp": _ldexp,
     "logaddexp": _logaddexp,
     "logaddexp2": _logaddexp2,
     "heaviside": _heaviside,
     "float_power": np.power,  # operands already cast to float64 by the loop
     "fabs": np.absolute,
 })
+
+
+# -- methods ------------------------------------------------------------------------
+TracedArray.diagonal = lambda self, offset=0, axis1=0, axis2=1: diagonal(self, offset, axis1,
+                                                                         axis2)
+TracedArray.trace = lambda self, offset=0, axis1=0, axis2=1, dtype=None, out=None: trace_(
+    self, offset, axis1, axis2, dtype, out)
