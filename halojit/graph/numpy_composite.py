@@ -620,20 +620,23 @@ def atleast_3d(*arys):
                     arys)
 
 
+def _flip_axis(m, axis):
+    """np.flip along ``axis`` of an array with more than ``axis`` axes, with
+    numpy's error for fewer (fliplr: axis 1, flipud: axis 0)."""
+    m = _traced(_array(m))
+    if m.ndim <= axis:
+        raise ValueError(f"Input must be >= {axis + 1}-d.")
+    return np.flip(m, axis=axis)
+
+
 @implements(np.fliplr)
 def fliplr(m):
-    m = _traced(_array(m))
-    if m.ndim < 2:
-        raise ValueError("Input must be >= 2-d.")
-    return np.flip(m, axis=1)
+    return _flip_axis(m, 1)
 
 
 @implements(np.flipud)
 def flipud(m):
-    m = _traced(_array(m))
-    if m.ndim < 1:
-        raise ValueError("Input must be >= 1-d.")
-    return np.flip(m, axis=0)
+    return _flip_axis(m, 0)
 
 
 @implements(np.rot90)
