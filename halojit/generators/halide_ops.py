@@ -367,6 +367,17 @@ def _f64(fn):
 # polynomial (LLVM's no-NaN flags) cost more. Min of 11 calls over three
 # alternating processes, (16384, 1024) with out=: softmax 9.2 -> 8.8 ms,
 # chain 8.7 -> 8.9, GELU 6.0 -> 6.6. Not kept.
+# Tried again at the LLVM IR level (same VM, commit 7158743): llvmlite
+# rewrote only our own steps into llvm.fma (Horner steps found by their
+# registered coefficients, r + r*r*h, the Cody-Waite x - k*ln2_hi -
+# k*ln2_lo and x/ln2 + magic: 18 per 32 lanes of tanh, its loop 144 -> ~115
+# instructions), so the user's arithmetic stayed unfused. Min of 15-31
+# interleaved calls, several processes, with out=: (16384, 1024) tanh
+# 0.98-1.03x, exp 0.91-1.0x, softmax 0.91-0.96x, GELU 0.99x, chain
+# 0.94-1.16x; in cache (1024, 1024) tanh 0.83-0.94x, exp 0.79-1.02x,
+# softmax 0.95-1.05x, GELU 0.8-1.07x. On large arrays the change was within
+# this VM's noise. Small kernels would also have needed llvmlite's object
+# path, whose code for exp alone ran 0.93-1.2x Halide's there. Not kept.
 _EXP_H = (0.4999999804299962, 0.1666653873998742, 0.04166722107922923,
           0.00836717327698749, 0.0013882392035285613)
 _LN2_HI = 0.693145751953125  # 15 bits: k * _LN2_HI is exact for |k| < 2**9
