@@ -211,19 +211,33 @@ def _workers() -> int:
 
 
 def _run_one(request: dict) -> dict:
-    w = _acquire()
-    try:
-        result = w.call(request)
-    except WorkerDied:
-        raise CompileError(
-            f"the Halide compiler crashed while compiling kernel {request['fn_name']} (its "
-            "worker process died); the kernel was not built. Try another autoscheduler, or "
-            "set HALOJIT_COMPILE_WORKERS=0 to reproduce in-process.") from None
-    except BaseException:
+    """Compile ``request`` in a worker process. A scheduler whose compile
+    kills the worker (a Halide crash: SIGSEGV, SIGFPE) is recorded as a
+    failure and the next one of the fallback chain runs in a new worker,
+    as for any other failure."""
+    specs, crashed = list(request["specs"]), []
+    while True:
+        w = _acquire()
+        try:
+            result = w.call(dict(request, specs=specs))
+        except WorkerDied:
+            crashed.append(f"{specs[0]}: the Halide compiler crashed (its worker process died)")
+            specs = specs[1:]
+            if specs:
+                continue
+            raise CompileError(
+                f"the Halide compiler crashed while compiling kernel {request['fn_name']} with "
+                "every scheduler (its worker process died); the kernel was not built. Try "
+                "another autoscheduler, or set HALOJIT_COMPILE_WORKERS=0 to reproduce "
+                "in-process.") from None
+        except BaseException:
+            _release(w)
+            raise
         _release(w)
-        raise
-    _release(w)
-    return result
+        if crashed:
+            result = dict(result, failures=crashed + list(result["failures"]),
+                          requested=request["specs"][0].key)
+        return result
 
 
 def compile_groups(requests: list[dict]) -> list[dict]:

@@ -610,8 +610,14 @@ def apply_elementwise(lowered, params) -> str:
     for d in shape[:-1]:
         n_rows *= d
     xi = x
-    if width > per_task or row is None:
-        chunk = max(vector, per_task // vector * vector)
+    chunk = max(vector, per_task // vector * vector)
+    if row is None and chunk >= width:
+        # one task: no chunk loop. A GuardWithIf split wider than the axis
+        # around an is_nan crashed Halide 21's simplifier (SIGFPE) when the
+        # axis was a multiple of the vector: np.ones(131072, np.float32) < 0
+        # killed the compiler (a float comparison checks is_nan)
+        lines.append(f"{out.name()}: one task")
+    elif width > per_task or row is None:
         xo, xi = hl.Var("xo"), hl.Var("xi")
         out.split(x, xo, xi, chunk, guard)
         if row is not None:
