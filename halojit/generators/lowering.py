@@ -256,6 +256,10 @@ def lower_elementwise(node: Node, operands, fast_math: bool = False) -> Lazy:
         (a,) = operands
         src = a.dtype
         return Lazy(shape, out_dt, lambda idx: H.cast(a.at(idx), src, out_dt))
+    if node.op == "bitcast":  # through the storage types (float16 computes in float32)
+        (a,) = operands
+        return Lazy(shape, out_dt, lambda idx: H.from_storage(hl.reinterpret(
+            H.storage_type(out_dt), H.to_storage(a.at(idx), a.dtype)), out_dt))
     if node.op == "where":
         c, a, b = operands
         return Lazy(shape, out_dt, lambda idx: hl.select(

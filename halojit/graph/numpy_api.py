@@ -5,6 +5,8 @@ with numpy 2's dtype rules.
 
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from ..errors import (DTypeError, IndexOutOfBoundsError, ShapeError, TraceError,
@@ -481,6 +483,42 @@ def astype(x, dtype, copy=True, casting="unsafe", **kw):
     if node.dtype == dt and not node.aval.weak:
         return TracedArray(node, ctx)
     return ctx.emit("astype", [node], {"dtype": dt}, loc)
+
+
+def view(x, dtype=None, type=None):
+    """``ndarray.view``: the same bits as another dtype of the same itemsize
+    (a value inside the trace, as every result). A bool array views as
+    int8/uint8 (its bytes are 0 and 1); viewing bytes as bool, a dtype of
+    another itemsize (which reshapes the last axis) and ndarray subclasses
+    are refused."""
+    loc = user_loc()
+    ctx = _ctx_of(x)
+    if type is None and isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray):
+        dtype, type = None, dtype
+    if type is not None and type is not np.ndarray:
+        raise UnsupportedError(f"x.view(type={getattr(type, '__name__', type)!r}): only "
+                               f"np.ndarray results are supported inside @halojit.trace"
+                               f"{format_loc(loc)}.")
+    node = ctx.as_node(x, loc)
+    if dtype is None:
+        return TracedArray(node, ctx)
+    dt = check_dtype(dtype, "view", loc)
+    src = node.dtype
+    if dt.itemsize != src.itemsize:
+        raise UnsupportedError(
+            f"x.view({dt}) of a {src} array: a dtype of another itemsize ({dt.itemsize} vs "
+            f"{src.itemsize} bytes) changes the last axis and is not supported inside "
+            f"@halojit.trace{format_loc(loc)}; view as a dtype of {src.itemsize} bytes "
+            f"or use astype.")
+    if dt == src:
+        return TracedArray(node, ctx)
+    if dt.kind == "b":
+        raise UnsupportedError(f"x.view(bool) of a {src} array is not supported inside "
+                               f"@halojit.trace{format_loc(loc)}: bytes other than 0 and 1 "
+                               f"make bools numpy itself treats inconsistently; use x != 0.")
+    if src.kind == "b":  # its bytes are 0 and 1
+        return ctx.emit("astype", [node], {"dtype": dt}, loc)
+    return ctx.emit("bitcast", [node], {"dtype": dt}, loc)
 
 
 @implements(np.round, np.around)
@@ -1419,6 +1457,7 @@ def _install_methods():
     T.T = property(lambda self: transpose(self))
     T.mT = property(lambda self: swapaxes(self, -1, -2))
     T.astype = lambda self, dtype, order="K", casting="unsafe", subok=True, copy=True: astype(self, dtype)
+    T.view = lambda self, dtype=None, type=None: view(self, dtype, type)
     T.clip = lambda self, min=None, max=None, out=None, **kw: clip(self, min, max, out, **kw)
     T.squeeze = lambda self, axis=None: squeeze(self, axis)
     T.take = lambda self, indices, axis=None, out=None, mode="raise": take(

@@ -6,7 +6,8 @@ input), ``tensordot``, ``inner``, ``kron``, ``cross``, ``meshgrid``,
 ``partition``, ``diagonal`` and ``trace`` (also as ndarray methods),
 ``diag``, ``atleast_1d``/``2d``/``3d``, ``fliplr``, ``flipud``, ``rot90``,
 the ufuncs ``logaddexp``, ``logaddexp2``, ``heaviside``, ``float_power``,
-``fabs``, ``ldexp``, ``divmod`` and ``modf``, and the ufunc methods
+``fabs``, ``ldexp``, ``divmod``, ``modf`` and (from the float's bits, by
+``ndarray.view``) ``frexp``, ``nextafter`` and ``spacing``, and the ufunc methods
 ``outer`` and ``accumulate``.
 
 Each handler follows numpy's own definition step by step (the same
@@ -841,15 +842,74 @@ def _ldexp(x, i):
     return y.astype(x.dtype)
 
 
+# -- float bits: frexp, nextafter, spacing (ndarray.view as integers) -------------------
+# float dtype -> (integer of its size, mantissa bits, exponent bias)
+_FLOAT_BITS = {np.dtype(np.float16): (np.int16, 10, 15), np.dtype(np.float32): (np.int32, 23, 127),
+               np.dtype(np.float64): (np.int64, 52, 1023)}
+
+
+def _frexp(x):
+    """(m, e) with x = m * 2**e and 0.5 <= |m| < 1 from x's bits: the
+    exponent field less the bias, and the mantissa with the exponent of
+    0.5; subnormals are first scaled into the normals by 2**(mant + 1)
+    (exact). Zeros, infs and NaN give (x, 0), as C's frexp."""
+    it, mant, bias = _FLOAT_BITS[x.dtype]
+    ft = x.dtype.type
+    field = (1 << (bias.bit_length() + 1)) - 1  # the exponent field's mask: 0x1f, 0xff, 0x7ff
+    sub = np.abs(x) < ft(np.finfo(x.dtype).tiny)
+    bits = np.where(sub, x * ft(2.0 ** (mant + 1)), x).view(it)
+    e = ((bits >> mant) & field).astype(np.int32) - np.where(sub, bias + mant, bias - 1)
+    m = ((bits & ~(field << mant)) | ((bias - 1) << mant)).view(x.dtype)
+    special = (x == 0) | ~np.isfinite(x)
+    return np.where(special, x, m), np.where(special, 0, e).astype(np.int32)
+
+
+def _nextafter(x, y):
+    """The float next to x towards y, as C's nextafter: one step of x's bit
+    pattern (+1 moves away from zero, for either sign); y when x == y (so
+    nextafter(0.0, -0.0) is -0.0; x for float16, as numpy), +-the smallest
+    subnormal from zero, NaN when either is NaN."""
+    it = _FLOAT_BITS[x.dtype][0]
+    away = (x < y) == (x > 0)
+    r = (x.view(it) + np.where(away, it(1), it(-1))).view(x.dtype)
+    r = np.where(x == 0, np.copysign(x.dtype.type(np.finfo(x.dtype).smallest_subnormal), y), r)
+    # x == y: C's y; numpy's float16 loop keeps x (nextafter(-0.0, 0.0) is -0.0 there)
+    r = np.where(x == y, x if x.dtype == np.float16 else y, r)
+    return np.where(np.isnan(x) | np.isnan(y), x + y, r)
+
+
+def _spacing(x):
+    """numpy's spacing: the step from x to the next float away from zero,
+    negative for x < 0 (-0.0 counts as positive); NaN for inf and NaN.
+    float16 follows numpy's own half loop: always positive, and at a
+    negative power of two (and -0.0) the step towards zero."""
+    ft = x.dtype.type
+    inf = ft(np.inf)
+    if x.dtype != np.float16:
+        return _nextafter(x, np.where(x < 0, -inf, inf)) - x
+    a = np.abs(x)
+    biggest = ft(np.finfo(x.dtype).max)
+    r = _nextafter(a, inf) - a  # one ulp of |x|'s binade, inf at +-the largest
+    r = np.where(x == -biggest, biggest - _nextafter(biggest, ft(0)), r)
+    boundary = np.signbit(x) & ((x.view(np.int16) & 0x3FF) == 0)  # -2**k and -0.0
+    r = np.where(boundary, a - _nextafter(a, ft(0)), r)
+    r = np.where(a == 0, ft(np.finfo(x.dtype).smallest_subnormal), r)
+    return np.where(np.isfinite(x), r, ft(np.nan))
+
+
 COMPOSITE_LOOPS.update({
     "divmod": "floor_divide",  # the same 'bb'...'dd' loops
     "modf": "sqrt",  # 'e', 'f', 'd' for real inputs: int8 -> float16, int32 -> float64
+    "frexp": "sqrt",
 })
 
 COMPOSITE_UFUNCS.update({
     "divmod": _divmod,
     "modf": _modf,
     "ldexp": _ldexp,
+    "frexp": _frexp,
+    "nextafter": _nextafter,
+    "spacing": _spacing,
     "logaddexp": _logaddexp,
     "logaddexp2": _logaddexp2,
     "heaviside": _heaviside,

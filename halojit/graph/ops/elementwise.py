@@ -86,6 +86,17 @@ def _astype_reference(arrays, params):
 register(OpDef("astype", ELEMENTWISE, _astype_infer, _astype_reference))
 
 
+def _bitcast_reference(arrays, params):
+    # a C-ordered copy: numpy refuses to view some strided arrays, and
+    # ascontiguousarray would make a 0-d array 1-d
+    return np.array(arrays[0], order="C").view(params["dtype"])
+
+
+# ndarray.view(dtype) between dtypes of one itemsize (numpy_api.view): the
+# same bits read as another type
+register(OpDef("bitcast", ELEMENTWISE, _astype_infer, _bitcast_reference))
+
+
 def _where_infer(avals, params, loc=None):
     cond, a, b = avals
     shape = broadcast_shapes([cond.shape, a.shape, b.shape], "where", loc)
