@@ -81,6 +81,13 @@ class Stage:
 # many of them an inlined value may cost per element (see Stage.cheap).
 CHEAP_OPS = frozenset({"add", "subtract", "multiply", "negative", "positive", "broadcast_to"})
 CHEAP_BUDGET = 2
+# Float ops whose Expr is a deep DAG (halide_ops._float_fmod's exact steps
+# reuse each step's result several times): always a Func of their own, so a
+# consumer's Expr holds a call to it. Halide 21's is_nan and strict_float
+# walk an Expr as a tree, exponential in those steps: a float32 remainder
+# inlined into is_nan took 32 s, and (x % 2.0).max(axis=0) on a (3, 4)
+# array never finished compiling (max's NaN check).
+DEEP_FLOAT_OPS = frozenset({"remainder", "fmod", "floor_divide"})
 # Input axes shorter than this are read through a clamp (_clamp_short): the
 # widest natural vector on AVX-512, 64 one-byte lanes.
 SHORT_AXIS = 64
@@ -197,8 +204,9 @@ class Lowerer:
                 self.env[node] = self._constant(node)
                 continue
             lazy = self._lower_node(node)
-            if lazy.func is None and self.users.get(node, 0) > 1 and node.aval.size > 1 \
-                    and not self.is_view_of_load(node):
+            if lazy.func is None and (self.users.get(node, 0) > 1 and node.aval.size > 1
+                                      and not self.is_view_of_load(node)
+                                      or node.op in DEEP_FLOAT_OPS and node.dtype.kind == "f"):
                 lazy = self.materialize(lazy, cheap=self.cheap(node))
             self.env[node] = lazy
         outputs = []
