@@ -304,8 +304,9 @@ def lower_elementwise(node: Node, operands, fast_math: bool = False) -> Lazy:
 def lower_int_power(lw: Lowerer, node: Node, operands) -> Lazy:
     """Integer power by square-and-multiply as a loop over the exponent's bits
     (as one Expr, every step doubles the tree and compiles never finish).
-    A negative exponent known only at call time gives 0 (numpy raises
-    ValueError; a constant one raises DomainError while tracing: tracer)."""
+    A negative exponent gives 0 here, but never arrives: numpy raises
+    ValueError, and the tracer raises DomainError for a constant one while
+    tracing and for an exponent array at each call that holds one."""
     a, b = operands
     t = H.compute_type(node.dtype)
     vs = lw.vars(node.aval.ndim)

@@ -236,7 +236,23 @@ class TraceContext:
         if name == "power" and in_dts[0].kind in "iub" and in_dts[1].kind in "iub":
             # after the casts: uint8 ** -2 is numpy's OverflowError (-2 does not fit)
             _check_int_power(given[1], loc)
+            if nodes[1].op != "constant" and nodes[1].dtype.kind == "i":
+                self._check_negative_exponent(nodes[1], loc)
         return self.emit(name, nodes, None, loc)
+
+    def _check_negative_exponent(self, exponent: Node, loc) -> None:
+        """An integer exponent known only at call time: numpy's ValueError
+        at every call where it holds a negative value, before any kernel
+        runs (one more pass over the exponent, in numpy)."""
+        flag = np.any(TracedArray(exponent, self) < 0)
+
+        def check(value):
+            if np.any(value):
+                raise DomainError(
+                    f"Integers to negative integer powers are not allowed{format_loc(loc)}: "
+                    "the exponent array holds a negative value at this call; expected "
+                    ">= 0, or a float base (x.astype(np.float64) ** n).")
+        self.add_check(flag._node, check)
 
     def _compare_python_int(self, name, nodes, loc) -> "TracedArray | None":
         """numpy 2 compares an integer array with a Python int exactly, even
@@ -474,8 +490,8 @@ for _dunder, _ufunc in [("neg", "negative"), ("pos", "positive"), ("abs", "absol
 def _check_int_power(exponent: Node, loc) -> None:
     """numpy raises ValueError for an integer to a negative integer power; an
     exponent known while tracing (a Python int, a captured constant) is
-    checked here, before any kernel runs. An exponent that is a call-time
-    input gives 0 there instead (lowering.lower_int_power)."""
+    checked here, before any kernel runs; one computed at call time is
+    checked at each call (TraceContext._check_negative_exponent)."""
     if exponent.op != "constant":
         return
     value = np.asarray(exponent.params["value"].value)

@@ -161,6 +161,26 @@ def test_integer_to_a_negative_constant_power_raises_as_numpy(fn, dtype):
         halojit.trace(fn)(x)  # while tracing, before any kernel
 
 
+@pytest.mark.parametrize("opt_level", [0, 3])
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64"])
+def test_integer_to_a_negative_call_time_power_raises_as_numpy(dtype, opt_level):
+    """An exponent array known only at call time: numpy's ValueError at each
+    call where it holds a negative value (it used to give 0 there), and the
+    same function still computes the calls where it does not."""
+    x = np.array([[3, 2], [1, 5]], dtype)
+    ok = np.array([[0, 1], [2, 3]], dtype)
+    bad = np.array([[0, -1], [2, 1]], dtype)
+    f = halojit.trace(lambda a, e: a ** e + 1, opt_level=opt_level,
+                      backend="halide" if opt_level == 3 else "numpy")
+    with pytest.raises(ValueError, match="negative integer powers"):
+        x ** bad
+    assert np.array_equal(f(x, ok), x ** ok + 1)
+    with pytest.raises(halojit.errors.DomainError, match="negative integer powers.*at this call"):
+        f(x, bad)
+    assert np.array_equal(f(x, ok), x ** ok + 1)  # and the next call runs
+    assert np.array_equal(f(x[:0], bad[:0]), x[:0] ** bad[:0] + 1)  # zero-size: nothing negative
+
+
 def test_integer_powers_that_numpy_allows_still_trace():
     x = np.array([1, 2, 3], np.int32)
     for fn in (lambda a: a ** 0, lambda a: a ** np.array([0, 1, 2]), lambda a: a ** -2.0,
