@@ -224,6 +224,24 @@ def assert_matmul_close(got, want, k):
     np.testing.assert_allclose(got, want, rtol=0, atol=max(scale, 1.0) * 1e-6 * (4 + np.sqrt(k)))
 
 
+def same_bits(got, want):
+    """Elementwise: equal with the same sign (-0.0 is not +0.0), or both NaN."""
+    got, want = np.asarray(got), np.asarray(want)
+    return ((got == want) & (np.signbit(got) == np.signbit(want))) | \
+        (np.isnan(got) & np.isnan(want))
+
+
+def assert_same_bits(got, want):
+    """Same dtype and shape and ``same_bits`` everywhere (integers: equal)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype)
+    if want.dtype.kind != "f":
+        np.testing.assert_array_equal(got, want)
+        return
+    same = same_bits(got, want)
+    assert same.all(), f"{(~same).sum()} differ: got {got[~same][:6]}, want {want[~same][:6]}"
+
+
 def ulp_distance(got, want):
     """|got - want| in float32 ulps, counting subnormals (0 where both are
     NaN, 2**40 where only one is)."""

@@ -204,9 +204,10 @@ class Lowerer:
                 self.env[node] = self._constant(node)
                 continue
             lazy = self._lower_node(node)
-            if lazy.func is None and (self.users.get(node, 0) > 1 and node.aval.size > 1
-                                      and not self.is_view_of_load(node)
-                                      or node.op in DEEP_FLOAT_OPS and node.dtype.kind == "f"):
+            shared = self.users.get(node, 0) > 1 and node.aval.size > 1 \
+                and not self.is_view_of_load(node)
+            deep = node.op in DEEP_FLOAT_OPS and node.dtype.kind == "f"
+            if lazy.func is None and (shared or deep):
                 lazy = self.materialize(lazy, cheap=self.cheap(node))
             self.env[node] = lazy
         outputs = []

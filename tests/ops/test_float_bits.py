@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
-from helpers import assert_matches_numpy, jit
+from helpers import assert_matches_numpy, assert_same_bits, jit
 
 from halojit.errors import UnsupportedError
 
@@ -41,17 +41,6 @@ def _floats(dtype, n=4000):
     return np.concatenate([_specials(dtype), bits.view(dtype)])
 
 
-def _same_bits(got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype)
-    if want.dtype.kind != "f":
-        np.testing.assert_array_equal(got, want)
-        return
-    same = ((got == want) & (np.signbit(got) == np.signbit(want))) | \
-        (np.isnan(got) & np.isnan(want))
-    assert same.all(), f"{(~same).sum()} differ: got {got[~same][:6]}, want {want[~same][:6]}"
-
-
 def _check(fn, *args, opt_level):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numpy's overflow/invalid warnings at max and inf
@@ -64,7 +53,7 @@ def _check(fn, *args, opt_level):
     got = got if isinstance(got, tuple) else (got,)
     assert len(got) == len(want)
     for g, w in zip(got, want):
-        _same_bits(g, w)
+        assert_same_bits(g, w)
 
 
 @pytest.mark.parametrize("opt_level", [0, 3])

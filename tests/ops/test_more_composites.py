@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 import pytest
-from helpers import DTYPES, Case, assert_matches_numpy, jit
+from helpers import DTYPES, Case, assert_matches_numpy, assert_same_bits, jit
 
 import halojit
 from halojit.errors import UnsupportedError
@@ -204,14 +204,6 @@ def test_against_numpy(case, opt_level):
 
 
 # -- bit for bit: the sign of zero, subnormals, the whole exponent range ------------
-def _assert_bits(got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    same = ((got == want) & (np.signbit(got) == np.signbit(want))) | \
-        (np.isnan(got) & np.isnan(want))
-    assert same.all(), f"got {got[~same]}, want {want[~same]}"
-
-
 def _ldexp_data(dtype):
     rng = np.random.default_rng(5)
     fi = np.finfo(dtype)
@@ -246,11 +238,11 @@ def test_ldexp_modf_angle_bits(dtype, opt_level):
     got = jit(fn, opt_level)(x, e, x64, e64)
     with np.errstate(all="ignore"):
         want = fn(x, e, x64, e64)
-    _assert_bits(got[0], want[0])
-    _assert_bits(got[1][0], want[1][0])
-    _assert_bits(got[1][1], want[1][1])
-    _assert_bits(got[2], want[2])
-    _assert_bits(got[3], want[3])
+    assert_same_bits(got[0], want[0])
+    assert_same_bits(got[1][0], want[1][0])
+    assert_same_bits(got[1][1], want[1][1])
+    assert_same_bits(got[2], want[2])
+    assert_same_bits(got[3], want[3])
 
 
 def test_two_output_ufuncs_resolve_numpys_loops():
