@@ -285,6 +285,9 @@ def lower_elementwise(node: Node, operands, fast_math: bool = False) -> Lazy:
         # is_finite(y) fold), drops the update, and a sum of y - y over an
         # inf gave 0 where numpy gives NaN: so the NaN comes from y's bits
         fn = H.self_difference
+    divisor = _scalar_constant(node.inputs[1]) if node.op == "divide" else None
+    if divisor is not None and out_dt.kind == "f" and divisor != 0:
+        fn = H.divide_by_constant(divisor)
     round16 = out_dt == np.float16
     # y * 0 and 0 / y: Halide's interval arithmetic (no NaN) bounds them to
     # exactly [0, 0] and then drops what looks constant: where(isnan(y * 0),
@@ -300,6 +303,13 @@ def lower_elementwise(node: Node, operands, fast_math: bool = False) -> Lazy:
         e = H.round_f16(e) if round16 else e
         return opaque(e) if hide else e
     return Lazy(shape, out_dt, at)
+
+
+def _scalar_constant(node: Node):
+    """The Python value of a one-element constant node, else None."""
+    if node.op != "constant" or node.aval.size != 1:
+        return None
+    return node.params["value"].value.item()
 
 
 def lower_int_power(lw: Lowerer, node: Node, operands) -> Lazy:
@@ -331,22 +341,7 @@ def lower_int_power(lw: Lowerer, node: Node, operands) -> Lazy:
 
 
 # -- reductions ------------------------------------------------------------------------
-def opaque(e):
-    """``e`` unchanged, as a float value whose range Halide cannot bound.
-
-    Halide's loop trimming (TrimNoOps) deletes an update whose stored value
-    it proves equal to the value loaded, and its interval arithmetic knows
-    no NaN: a float load is unbounded but ``load * 0`` (or ``0 / load``) is
-    exactly [0, 0]. So ``sum(y * 0)`` over a two-level loop nest lost its
-    whole update and returned 0 where numpy gives NaN for a NaN or inf in
-    ``y`` (strict_float does not help: the bounds ignore it). A bit pattern
-    XOR 0 hides the value from the interval analysis and costs nothing:
-    LLVM folds it away."""
-    t = e.type()
-    if not t.is_float():
-        return e
-    u = hl.UInt(t.bits())
-    return hl.reinterpret(t, hl.reinterpret(u, e) ^ hl.cast(u, 0))
+opaque = H.opaque  # (moved: _fdiv hides its divisor the same way)
 
 
 def _reduce_setup(lw: Lowerer, node: Node, x: Lazy):
