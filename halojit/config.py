@@ -21,7 +21,8 @@ ENV_VARS = {
     "HALOJIT_CACHE_DIR": ("~/.cache/halojit", "where compiled kernels and the tuning database live"),
     "HALOJIT_LOG": ("0", "1 logs every compile and cache miss (with its reason) to stderr"),
     "HALOJIT_NUM_THREADS": ("0", "threads of the one kernel thread pool; 0 = one per core"),
-    "HALOJIT_STRICT_FLOAT": ("1", "0 lets Halide use fast-math (faster, not bit-faithful to numpy)"),
+    "HALOJIT_STRICT_FLOAT": ("1", "0 lets Halide use fast-math (faster, not bit-faithful to numpy; "
+                                  "inf and NaN give undefined values)"),
     "HALOJIT_CUDA_CAPABILITY": ("", "CUDA capability host-cuda compiles for, e.g. 8.0 or 86 "
                                     "(default: the device's, else 8.0; at most 8.6, Halide 21's newest)"),
     "HALOJIT_FAST_MATH": ("0", "1: float32 transcendentals as float32 polynomials and no strict_float "
