@@ -34,6 +34,16 @@ multiples of 16 bytes (Halide asserts both; the executor hands a kernel
 only such arrays, copying through an aligned one for any other ``out=``).
 32-byte alignment would allow ``vmovntps`` on the whole vector, but numpy's
 large arrays sit 16 bytes past a page.
+
+Rows that are not 16-byte multiples stay slower: the 4096x4096 blur
+(output rows of 4094 floats, 8 bytes off every other row) ran 6.2-7.2 ms
+where inputs 4098-4162 wide (output rows 16-byte multiples) ran 4.8-5.7
+ms per 4096 columns (same process, 2-core AVX2 VM). Tried and dropped:
+splitting each vector store at run time by its address (``movnti`` up
+to the next 16-byte boundary, aligned 16-byte stores after it, inlined
+through llvmlite's always-inliner): 6.2-7.4 ms, no gain; plain stores on
+the unaligned rows: 7.0-7.2 ms. What would work is shifting whole rows by
+lanes so that every store is aligned, which Halide's splits cannot do.
 """
 
 from __future__ import annotations
