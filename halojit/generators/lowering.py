@@ -88,6 +88,16 @@ CHEAP_BUDGET = 2
 # inlined into is_nan took 32 s, and (x % 2.0).max(axis=0) on a (3, 4)
 # array never finished compiling (max's NaN check).
 DEEP_FLOAT_OPS = frozenset({"remainder", "fmod", "floor_divide"})
+# Float transcendentals: halide_ops builds each as a polynomial Expr that
+# uses its argument several times, wrapped in strict_float. Halide's
+# strict_float lowering walks an Expr as a tree, so a transcendental of a
+# transcendental inlined grows with the product of those uses: exp(exp(sin(x)))
+# on float32 took 30 s and 6 GB to compile. One that feeds another is a Func
+# of its own (its consumer's Expr holds a call): 0.6 s.
+TRANSCENDENTAL_OPS = frozenset({
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "arcsin",
+    "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "cbrt",
+    "power", "arctan2", "hypot"})
 # Input axes shorter than this are read through a clamp (_clamp_short): the
 # widest natural vector on AVX-512, 64 one-byte lanes.
 SHORT_AXIS = 64
@@ -203,6 +213,10 @@ class Lowerer:
             if node.op == "constant":
                 self.env[node] = self._constant(node)
                 continue
+            if node.op in TRANSCENDENTAL_OPS and node.dtype.kind == "f":
+                for i in node.inputs:  # nested transcendentals: see TRANSCENDENTAL_OPS
+                    if i.op in TRANSCENDENTAL_OPS and self.env[i].func is None:
+                        self.env[i] = self.materialize(self.env[i], cheap=False)
             lazy = self._lower_node(node)
             shared = self.users.get(node, 0) > 1 and node.aval.size > 1 \
                 and not self.is_view_of_load(node)
