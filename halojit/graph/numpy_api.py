@@ -583,9 +583,13 @@ def _size(a, axis=None):
 # -- movement --------------------------------------------------------------------
 def _view(src, result):
     """``result`` is a view of ``src`` in numpy: writing into a view of an input
-    writes into the input, so it is refused like a write into the input."""
+    writes into the input, so it is refused like a write into the input; a
+    view of an intermediate records its base (TracedArray._node says why)."""
     if getattr(src, "_is_input", False):
         result._is_input = True
+    elif isinstance(src, TracedArray) and isinstance(result, TracedArray) and result is not src:
+        root = src._base if src._base is not None else src
+        result._base, result._seen = root, root._writes
     return result
 
 

@@ -321,17 +321,47 @@ class TracedArray:
     __hash__ = None
 
     def __init__(self, node: Node, ctx: TraceContext):
-        self._node = node
+        self._n = node
         self._ctx = ctx
         self._is_input = False
+        # numpy views of intermediates (slices, reshapes, transposes): the
+        # trace records values, not memory, so an in-place write reaches no
+        # other array. An array that such a write left behind numpy's (a
+        # view taken before its base changed, a base changed through a
+        # view) refuses every later use (_check_fresh).
+        self._base = None  # the array this one is a view of, if an intermediate
+        self._seen = 0  # the base's _writes when this view was taken or written
+        self._writes = 0  # in-place writes into this array or through its views
+        self._write_loc = ""  # where the last of them was
+        self._through_view = ""  # where a write through a view changed this array
+
+    @property
+    def _node(self) -> Node:
+        self._check_fresh()
+        return self._n
+
+    @_node.setter
+    def _node(self, node: Node):
+        self._n = node
+
+    def _check_fresh(self):
+        base = self._base
+        if self._through_view or (base is not None and base._writes != self._seen):
+            where = self._through_view or base._write_loc
+            raise UnsupportedError(
+                f"this array shares memory with one that an in-place operation changed "
+                f"afterwards{where}, and is used here{format_loc(user_loc())}. In numpy "
+                "the write shows through views; halojit traces values, not memory, so it "
+                "would not. Take the view after the write, or build the new value without "
+                "writing in place (`y = y + 1`, np.where, np.concatenate).")
 
     # -- attributes ------------------------------------------------------------
-    shape = property(lambda self: self._node.shape)
-    dtype = property(lambda self: self._node.dtype)
-    ndim = property(lambda self: self._node.aval.ndim)
-    size = property(lambda self: self._node.aval.size)
-    itemsize = property(lambda self: self._node.dtype.itemsize)
-    nbytes = property(lambda self: self._node.aval.size * self._node.dtype.itemsize)
+    shape = property(lambda self: self._n.shape)
+    dtype = property(lambda self: self._n.dtype)
+    ndim = property(lambda self: self._n.aval.ndim)
+    size = property(lambda self: self._n.aval.size)
+    itemsize = property(lambda self: self._n.dtype.itemsize)
+    nbytes = property(lambda self: self._n.aval.size * self._n.dtype.itemsize)
 
     def __repr__(self):
         return f"TracedArray({self._node.aval})"
@@ -436,7 +466,15 @@ class TracedArray:
                     f"casting rule 'same_kind'{format_loc(loc)}, as numpy; write "
                     "`x = x + y` to get the promoted dtype.")
             other = self._ctx.emit("astype", [other], {"dtype": self.dtype}, loc)
-        self._node = other._node
+        node = other._node
+        self._check_fresh()  # a stale array refuses the write too
+        root = self._base if self._base is not None else self
+        root._writes += 1
+        root._write_loc = format_loc(loc)
+        if root is not self:  # numpy changes the base: it and its other views go stale
+            root._through_view = format_loc(loc)
+            self._seen = root._writes
+        self._node = node
         return self
 
 
