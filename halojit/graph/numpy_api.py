@@ -1491,3 +1491,49 @@ def _install_methods():
 
 
 _install_methods()
+
+
+# -- np.asarray / np.array and friends on traced values ---------------------------------------
+def holds_traced(a, depth: int = 0) -> bool:
+    """Whether ``a`` is a traced array or a (nested) list/tuple holding one."""
+    if isinstance(a, TracedArray):
+        return True
+    if isinstance(a, (list, tuple)) and depth < 32:
+        return any(holds_traced(e, depth + 1) for e in a)
+    return False
+
+
+def _build_array(ctx, a, loc):
+    if isinstance(a, TracedArray):
+        return a
+    if isinstance(a, (list, tuple)):
+        if not a:
+            raise UnsupportedError(f"np.array: an empty list beside traced arrays{format_loc(loc)}.")
+        # numpy's list coercion: Python scalars in a list count as float64/int64 (not weak)
+        return stack([_build_array(ctx, e, loc) for e in a])
+    return TracedArray(ctx.as_node(np.asarray(a), loc), ctx)
+
+
+def array_of_traced(fname: str, a, dtype=None, *, copy=None, order=None, ndmin=0, **kw):
+    """``np.asarray``, ``np.array``, ``np.asanyarray`` and ``np.ascontiguousarray``
+    of a traced array or of lists holding some (tracer.trace_context routes
+    them here while a trace runs): the value itself, as numpy returns the
+    array itself when nothing needs converting; ``np.array`` copies (a new
+    array object, so an in-place update of one leaves the other); a list
+    stacks its elements, as numpy builds an array from one."""
+    loc = user_loc()
+    ctx = _ctx_of(a)
+    _unsupported_kw(fname, {k: v for k, v in kw.items() if k not in ("like", "subok")})
+    if order not in (None, "K", "A", "C"):
+        raise UnsupportedError(f"np.{fname}(..., order={order!r}): only C order exists inside "
+                               f"@halojit.trace{format_loc(loc)}.")
+    r = _build_array(ctx, a, loc)
+    if dtype is not None and (np.dtype(dtype) != r.dtype or r._node.aval.weak):
+        r = astype(r, dtype)
+    if fname == "ascontiguousarray":
+        ndmin = max(ndmin, 1)
+    if r.ndim < ndmin:
+        r = reshape(r, (1,) * (ndmin - r.ndim) + tuple(r.shape))
+    if r is a and fname == "array" and copy is not False:
+        r = TracedArray(r._node, ctx)
+    return r

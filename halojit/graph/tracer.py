@@ -405,6 +405,14 @@ class TracedArray:
         return self._value(".tolist()").tolist()
 
     def __array__(self, dtype=None, copy=None):
+        if not self._ctx.eager:  # np.asarray(x) itself works (trace_context): name the others
+            raise TraceError(
+                f"numpy converted a traced array to a numpy array here{format_loc(user_loc())}: "
+                "a numpy function given a list of traced arrays (np.sum([x, y])), a traced "
+                "value stored into a numpy array (a[0] = x), or a C extension. Inside the "
+                "trace only shapes and dtypes are known: stack the list first "
+                "(np.sum(np.stack([x, y]))), build arrays with np.stack/np.concatenate, or "
+                "trace with symbolic=False to freeze the first call's values.")
         v = self._value("converting to a numpy array (np.asarray)")
         return np.asarray(v, dtype=dtype)
 
@@ -568,6 +576,46 @@ def _ipow(self, other):
 TracedArray.__ipow__ = _ipow
 
 
+# numpy's array constructors take no __array_function__: np.asarray(x) of a
+# traced x would ask for its value. While any thread traces they are wrapped
+# (numpy_api.array_of_traced takes traced values, everything else goes to
+# numpy as before); code that imported them by name keeps numpy's own.
+_CONSTRUCTORS = ("asarray", "array", "asanyarray", "ascontiguousarray")
+_patch_lock = threading.Lock()
+_patch_depth = 0
+_originals: dict = {}
+
+
+def _wrap_constructor(name, original):
+    def constructor(a, *args, **kwargs):
+        if current() is not None:
+            from .numpy_api import array_of_traced, holds_traced
+            if holds_traced(a):
+                return array_of_traced(name, a, *args, **kwargs)
+        return original(a, *args, **kwargs)
+    constructor.__wrapped__ = original
+    constructor.__name__ = constructor.__qualname__ = name
+    constructor.__doc__ = original.__doc__
+    return constructor
+
+
+def _patch_constructors(enter: bool):
+    global _patch_depth
+    with _patch_lock:
+        if enter:
+            _patch_depth += 1
+            if _patch_depth == 1:
+                for name in _CONSTRUCTORS:
+                    _originals[name] = getattr(np, name)
+                    setattr(np, name, _wrap_constructor(name, _originals[name]))
+        else:
+            _patch_depth -= 1
+            if _patch_depth == 0:
+                for name, original in _originals.items():
+                    setattr(np, name, original)
+                _originals.clear()
+
+
 class trace_context:
     """Installs ``ctx`` as the current trace of this thread."""
 
@@ -577,9 +625,11 @@ class trace_context:
     def __enter__(self):
         self.prev = current()
         _state.ctx = self.ctx
+        _patch_constructors(True)
         return self.ctx
 
     def __exit__(self, *exc):
+        _patch_constructors(False)
         _state.ctx = self.prev
 
 
