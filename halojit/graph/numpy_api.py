@@ -1088,10 +1088,15 @@ def _advanced_getitem(ctx, x, key, loc):
     key = tuple(_index_node(ctx, k, "indexing", loc) if _is_array_index(k) else k for k in key)
     entries = _expand_key(key, x.ndim, loc)  # per axis of x: a slice, an int or an index node
     adv = [ax for ax, k in enumerate(entries) if not isinstance(k, slice)]
+    # adjacent as written: a `...` between two of them separates them even
+    # where it stands for no axis (x[:, 1, ..., [0, 2]] on 3-D puts the
+    # result axes first, as numpy does)
+    written = [i for i, k in enumerate(key) if k is not Ellipsis and not isinstance(k, slice)]
+    adjacent = written == list(range(written[0], written[0] + len(written)))
     r = getitem(x, tuple(k if isinstance(k, slice) else slice(None) for k in entries))
     sizes = [r.shape[ax] for ax in adv]
     first = adv[0]
-    if adv != list(range(first, first + len(adv))):  # not adjacent: result axes first
+    if not adjacent:  # result axes first
         r = transpose(r, tuple(adv) + tuple(ax for ax in range(r.ndim) if ax not in adv))
         first = 0
     merged = reshape(r, r.shape[:first] + (int(np.prod(sizes)),) + r.shape[first + len(adv):])

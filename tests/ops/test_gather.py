@@ -36,6 +36,10 @@ INDEXING = {
     "x[::-2, j, 1:6:2]": lambda x, i, j, k: x[::-2, j, 1:6:2],
     "x[i][:, :, j]": lambda x, i, j, k: x[i][:, :, j],
     "x.T[k]": lambda x, i, j, k: x.T[k],
+    # a ... between them separates them even where it stands for no axis
+    "x[:, 1, ..., k]": lambda x, i, j, k: x[:, 1, ..., k],
+    "x[i, ..., k]": lambda x, i, j, k: x[i[:1], ..., k],
+    "x[..., j, k]": lambda x, i, j, k: x[..., j, k],
     "x[list]": lambda x, i, j, k: x[[3, -1, 3]],
     "x[const array]": lambda x, i, j, k: x[:, np.array([0, 5])] * 2,
     "take": lambda x, i, j, k: np.take(x, j, axis=1),
