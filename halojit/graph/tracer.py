@@ -144,8 +144,11 @@ class TraceContext:
             return self.constant(np.asarray(x))
         if isinstance(x, (bool, int, float)):
             dt = np.bool_ if isinstance(x, bool) else np.int64 if isinstance(x, int) else np.float64
-            if dt is np.int64 and not (-2**63 <= x < 2**63):
-                raise DTypeError(f"Python integer {x} does not fit in int64{format_loc(loc)}.")
+            if dt is np.int64 and 2**63 <= x < 2**64:  # numpy 2 takes these too (uint64 arrays)
+                dt = np.uint64
+            elif dt is np.int64 and not (-2**63 <= x < 2**63):
+                raise DTypeError(f"Python integer {x} does not fit in int64 or uint64"
+                                 f"{format_loc(loc)}.")
             return self.constant(np.asarray(x, dtype=dt), weak=True)
         if isinstance(x, np.ndarray):
             check_dtype(x.dtype, "operand", loc)
@@ -261,7 +264,9 @@ class TraceContext:
             return None
         k = 0 if nodes[0].aval.weak else 1
         s, x = nodes[k], nodes[1 - k]
-        if s.dtype.kind != "i" or x.dtype.kind not in "iu" or x.dtype == np.int64:
+        if s.dtype == np.uint64 and s.op == "constant" and x.dtype.kind in "iu":
+            pass  # a Python int of 2**63 or more: beyond every signed dtype
+        elif s.dtype.kind != "i" or x.dtype.kind not in "iu" or x.dtype == np.int64:
             return None
         if k == 0:
             name = _FLIPPED[name]

@@ -13,6 +13,7 @@ import operator
 import numpy as np
 import pytest
 
+from halojit.errors import DTypeError
 from helpers import (Case, DTYPES, FLOAT_DTYPES, assert_matches_numpy, assert_same, jit, level_params,
                      numpy_eager, random_array, with_values)
 from halojit.graph.ops.elementwise import BINARY, UNARY
@@ -346,6 +347,30 @@ def test_weak_scalar_examples_from_the_contract(opt_level):
     assert f(np.ones(3, np.float32), np.float64(2.0)).dtype == np.float64
     # both weak: Python semantics
     assert np.asarray(f(2, 3.5)).dtype == np.float64
+
+
+U64 = np.array([1, 2**63, 2**64 - 1], np.uint64)
+I64 = np.array([-5, 0, 2**62], np.int64)
+I8 = np.array([1, -2, 127], np.int8)
+
+
+@pytest.mark.parametrize("fn,x", [
+    (lambda a: a + 2**63, U64), (lambda a: a == 2**64 - 1, U64), (lambda a: a // 2**63, U64),
+    (lambda a: a > 2**63, U64), (lambda a: a < 2**63, I64), (lambda a: 2**63 > a, I8),
+    (lambda a: a != 2**64 - 1, I64), (lambda a: a.astype(np.float32) + 2**63, I8),
+], ids=["u64-add", "u64-eq", "u64-floordiv", "u64-gt", "i64-lt", "i8-gt-reflected", "i64-ne",
+        "f32-add"])
+def test_python_ints_beyond_int64_inside_the_trace(fn, x, opt_level):
+    # numpy 2 takes a Python int up to 2**64 - 1: uint64 arithmetic, and exact
+    # comparisons against any integer dtype (found by the differential fuzz)
+    assert_matches_numpy(fn, (x,), opt_level)
+
+
+def test_python_ints_beyond_int64_still_overflow_where_numpy_does(opt_level):
+    with pytest.raises(OverflowError):
+        jit(lambda a: a + 2**63, opt_level)(I64)
+    with pytest.raises(DTypeError, match="does not fit in int64 or uint64"):
+        jit(lambda a: a + 2**64, opt_level)(U64)
 
 
 def test_weak_scalar_expression_is_range_checked_at_every_call(opt_level):
