@@ -1026,10 +1026,9 @@ def getitem(x, key):
     loc = user_loc()
     ctx = x._ctx
     key = key if isinstance(key, tuple) else (key,)
-    # A 0-d integer traced array indexes like an int (numpy): its value is
-    # needed, a TraceError under symbolic tracing.
-    key = tuple(k.__index__() if isinstance(k, TracedArray) and k.ndim == 0
-                and k.dtype.kind in "iu" else k for k in key)
+    # A 0-d integer traced array (x[x.argmax()]) indexes like an int in
+    # numpy; its value is known at call time only, so it is a gather (the
+    # same values and shape, range-checked at every call)
     if any(_is_array_index(k) for k in key):
         return _advanced_getitem(ctx, x, key, loc)
     for k in key:

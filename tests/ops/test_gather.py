@@ -40,6 +40,10 @@ INDEXING = {
     "x[:, 1, ..., k]": lambda x, i, j, k: x[:, 1, ..., k],
     "x[i, ..., k]": lambda x, i, j, k: x[i[:1], ..., k],
     "x[..., j, k]": lambda x, i, j, k: x[..., j, k],
+    # a 0-d traced index (numpy: like an int; here a gather, checked per call)
+    "x[argmax]": lambda x, i, j, k: x[x.sum(axis=(1, 2)).argmax()],
+    "x.ravel()[argmax]": lambda x, i, j, k: x.ravel()[(x > 0).argmax()],
+    "x[:, argmin, 1:]": lambda x, i, j, k: x[:, x[0, :, 0].argmin(), 1:],
     "x[list]": lambda x, i, j, k: x[[3, -1, 3]],
     "x[const array]": lambda x, i, j, k: x[:, np.array([0, 5])] * 2,
     "take": lambda x, i, j, k: np.take(x, j, axis=1),
