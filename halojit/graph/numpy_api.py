@@ -1323,6 +1323,8 @@ def matmul(a, b):
 @implements(np.dot)
 def dot(a, b, out=None):
     _unsupported_kw("dot", {"out": out})
+    # numpy converts a Python scalar operand to an array: np.dot(x_f32, 2.0) is float64
+    a, b = _array(a), _array(b)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return np.multiply(a, b)
     if np.ndim(b) <= 2:

@@ -116,6 +116,8 @@ CASES = {
     "tensordot-0": (lambda a, b: np.tensordot(a, b, axes=0), "p", "w"),
     "inner": (lambda a, b: np.inner(a, b), "v3", "w3"),
     "inner-scalar": (lambda a: np.inner(a, 2.0), "v3"),
+    "dot-scalar": (lambda a: np.dot(a, 2.0), "v3"),  # float64, as numpy: the scalar is strong
+    "dot-scalar-left": (lambda a: np.dot(3, a), "v3"),
     "vdot": (lambda a, b: np.vdot(a, b), "v3", "w3"),
     "kron": (lambda a, b: np.kron(a, b), "p", "v3"),
     "kron-int": (lambda a: np.kron(a[:2, :3], a[:3, :2]), "i8"),
