@@ -584,7 +584,7 @@ def _size(a, axis=None):
 def _view(src, result):
     """``result`` is a view of ``src`` in numpy: writing into a view of an input
     writes into the input, so it is refused like a write into the input; a
-    view of an intermediate records its base (TracedArray._node says why)."""
+    view of an intermediate records its base (TracedArray._check_fresh says why)."""
     if getattr(src, "_is_input", False):
         result._is_input = True
     elif isinstance(src, TracedArray) and isinstance(result, TracedArray) and result is not src:
@@ -1540,6 +1540,6 @@ def array_of_traced(fname: str, a, dtype=None, *, copy=None, order=None, ndmin=0
         ndmin = max(ndmin, 1)
     if r.ndim < ndmin:
         r = reshape(r, (1,) * (ndmin - r.ndim) + tuple(r.shape))
-    if r is a and fname == "array" and copy is not False:
-        r = TracedArray(r._node, ctx)
+    if fname == "array" and copy is not False and (r is a or r._base is not None):
+        r = TracedArray(r._node, ctx)  # a copy: no view of anything
     return r

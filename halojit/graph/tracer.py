@@ -369,7 +369,7 @@ class TracedArray:
     nbytes = property(lambda self: self._n.aval.size * self._n.dtype.itemsize)
 
     def __repr__(self):
-        return f"TracedArray({self._node.aval})"
+        return f"TracedArray({self._n.aval})"  # also for an array _check_fresh refuses
 
     def __len__(self):
         if not self.shape:
