@@ -68,6 +68,19 @@ def test_constructors_are_numpys_own_outside_a_trace():
     assert not hasattr(np.asarray, "__wrapped__") and not hasattr(np.array, "__wrapped__")
 
 
+def test_constructors_are_restored_when_a_trace_fails():
+    def bad(x):
+        np.asarray(x)
+        if x.sum() > 0:  # a value-dependent branch: TraceError mid-trace
+            return x
+        return -x
+
+    with pytest.raises(halojit.TraceError):
+        halojit.trace(bad)(X)
+    assert not any(hasattr(getattr(np, n), "__wrapped__")
+                   for n in ("asarray", "array", "asanyarray", "ascontiguousarray"))
+
+
 def test_refused_forms_say_why(opt_level):
     with pytest.raises(halojit.UnsupportedError, match="order='F'"):
         jit(lambda x: np.asarray(x, order="F"), opt_level)(X)
