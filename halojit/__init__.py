@@ -24,7 +24,7 @@ from . import cuda, errors
 from .api import TracedFunction, trace
 from .config import get_config as config
 from .errors import (ArtifactError, CompileError, DeviceError, DomainError, DTypeError,
-                     HalojitError, IndexOutOfBoundsError, ShapeError, TraceError,
+                     HalojitError, IndexOutOfBoundsError, IndexShapeError, ShapeError, TraceError,
                      TraceWarning, UnsupportedError)
 from .graph.tracer import exclude_from_trace
 
@@ -44,5 +44,5 @@ __all__ = [
     "trace", "load", "exclude_from_trace", "config", "TracedFunction", "errors",
     "HalojitError", "TraceError", "TraceWarning", "ShapeError", "DTypeError",
     "UnsupportedError", "CompileError", "ArtifactError", "DomainError", "IndexOutOfBoundsError",
-    "__version__",
+    "IndexShapeError", "__version__",
 ]

@@ -35,6 +35,17 @@ class ShapeError(HalojitError, ValueError):
     """
 
 
+class IndexShapeError(ShapeError, IndexError):
+    """A basic index does not fit the array: an int out of its axis, or more
+    indices than axes. A ShapeError (found while tracing, from shapes alone)
+    that is also numpy's IndexError, so ``except IndexError`` works as with
+    numpy.
+
+    Example: ``x[3]`` for an x of 3 rows; ``x[0, 0, 0]`` for a 2-D x.
+    Fix: index within ``[-n, n)``, one index per axis.
+    """
+
+
 class DomainError(HalojitError, ValueError):
     """A value numpy refuses for an operation, known while tracing.
 

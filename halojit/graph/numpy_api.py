@@ -9,8 +9,8 @@ import builtins
 
 import numpy as np
 
-from ..errors import (DTypeError, IndexOutOfBoundsError, ShapeError, TraceError,
-                      UnsupportedError, format_loc)
+from ..errors import (DTypeError, IndexOutOfBoundsError, IndexShapeError, ShapeError,
+                      TraceError, UnsupportedError, format_loc)
 from .ops import broadcast_shapes, normalize_axes, normalize_axis
 from .ops.elementwise import UFUNCS, resolve_ufunc
 from .tracer import TracedArray, check_dtype, current, user_loc
@@ -1008,11 +1008,12 @@ def _expand_key(key, ndim: int, loc) -> list:
     """``key`` with its ``...`` (or the axes it leaves out at the end) as
     full slices: one entry per axis of the array, plus any Nones."""
     if sum(1 for k in key if k is Ellipsis) > 1:
-        raise ShapeError(f"an index can only have a single ellipsis ('...'){format_loc(loc)}.")
+        raise IndexShapeError(f"an index can only have a single ellipsis ('...')"
+                              f"{format_loc(loc)}.")
     n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
     if n_real > ndim:
-        raise ShapeError(f"too many indices: array is {ndim}-dimensional, but {n_real} were "
-                         f"indexed{format_loc(loc)}.")
+        raise IndexShapeError(f"too many indices: array is {ndim}-dimensional, but {n_real} "
+                              f"were indexed{format_loc(loc)}.")
     rest = [slice(None)] * (ndim - n_real)
     expanded = []
     for k in key:
@@ -1053,8 +1054,8 @@ def getitem(x, key):
         else:
             i = int(k)
             if not -dim <= i < dim:
-                raise ShapeError(f"index {i} is out of bounds for axis {axis} with size {dim}"
-                                 f"{format_loc(loc)}.")
+                raise IndexShapeError(f"index {i} is out of bounds for axis {axis} with size "
+                                      f"{dim}{format_loc(loc)}.")
             starts.append(i % dim)
             steps.append(1)
             sizes.append(1)

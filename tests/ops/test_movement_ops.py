@@ -238,14 +238,17 @@ def test_linalg(case, opt_level):
     ((3,), "index 3 is out of bounds for axis 0 with size 3"),
     ((slice(None), -5), "index -5 is out of bounds for axis 1 with size 4"),
     ((0, 0, 0), "too many indices: array is 2-dimensional, but 3 were indexed"),
+    ((Ellipsis, 0, Ellipsis), r"an index can only have a single ellipsis \('\.\.\.'\)"),
 ])
 def test_bad_index_is_a_shape_error(index, message, opt_level):
-    """numpy raises IndexError here; halojit raises its ShapeError (a
-    ValueError) with numpy's wording and the user's line."""
+    """numpy raises IndexError here; halojit raises a ShapeError found while
+    tracing that is also an IndexError (errors.IndexShapeError), with
+    numpy's wording and the user's line."""
     from halojit import ShapeError
     f = jit(lambda x: x[index], opt_level)
-    with pytest.raises(ShapeError, match=message + r".*test_movement_ops\.py:\d+"):
+    with pytest.raises(ShapeError, match=message + r".*test_movement_ops\.py:\d+") as e:
         f(np.ones((3, 4), np.float32))
+    assert isinstance(e.value, IndexError)
 
 
 ROLL_ARRAYS = [np.random.default_rng(0).standard_normal((5, 7)).astype(np.float32),
