@@ -189,8 +189,6 @@ def divide_by_constant(c):
     (2-core AVX2 VM, interleaved with a copy)."""
     def fn(a, b):
         t = a.type()
-        if not t.is_float():
-            return _fdiv(a, b)
         dt = np.float32 if t.bits() <= 32 else np.float64
         with np.errstate(all="ignore"):
             inv = dt(1) / dt(c)  # inf for a subnormal c

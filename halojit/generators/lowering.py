@@ -305,17 +305,16 @@ def lower_elementwise(node: Node, operands, fast_math: bool = False) -> Lazy:
     round16 = out_dt == np.float16
     # y * 0 and 0 / y: Halide's interval arithmetic (no NaN) bounds them to
     # exactly [0, 0] and then drops what looks constant: where(isnan(y * 0),
-    # 0, y * 0) lost its select and kept the NaN (see opaque)
+    # 0, y * 0) lost its select and kept the NaN (see H.opaque)
     hide = node.op in ("multiply", "divide") and out_dt.kind == "f" and any(
-        i.op == "constant" and i.aval.size == 1 and i.params["value"].value.item() == 0
-        for i in node.inputs)
+        _scalar_constant(i) == 0 for i in node.inputs)
 
     def at(idx):
         e = fn(*[x.at(bcast_index(idx, x.shape)) for x in operands])
         if e.type() != H.compute_type(out_dt):
             e = hl.cast(H.compute_type(out_dt), e)
         e = H.round_f16(e) if round16 else e
-        return opaque(e) if hide else e
+        return H.opaque(e) if hide else e
     return Lazy(shape, out_dt, at)
 
 
@@ -355,9 +354,6 @@ def lower_int_power(lw: Lowerer, node: Node, operands) -> Lazy:
 
 
 # -- reductions ------------------------------------------------------------------------
-opaque = H.opaque  # (moved: _fdiv hides its divisor the same way)
-
-
 def _reduce_setup(lw: Lowerer, node: Node, x: Lazy):
     axes, keep = node.params["axes"], node.params["keepdims"]
     out_vars = lw.vars(node.aval.ndim)
@@ -462,7 +458,7 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
     _define(f, out_vars, init)
 
     def value(idx):
-        return opaque(hl.cast(ct, x.at(idx)))
+        return H.opaque(hl.cast(ct, x.at(idx)))
 
     def src_index(rvars):
         return _src_index(len(x.shape), rvars, out_vars, node.params["keepdims"])
@@ -593,7 +589,7 @@ def lower_col_reduce(lw: Lowerer, node: Node, x: Lazy, ct, init, combine) -> Laz
     part = hl.Func(lw.fresh(node.op + "_colpart"))
     pvars = [chunk] + out_vars
     _define(part, pvars, init)
-    _define(part, pvars, combine(_ref(part, pvars), opaque(hl.cast(ct, x.at(idx)))))
+    _define(part, pvars, combine(_ref(part, pvars), H.opaque(hl.cast(ct, x.at(idx)))))
     lw.stages.append(Stage("colpart", part, (chunks,) + tuple(node.shape), rk, x.shape,
                            loop_order=tuple(order) + (chunk,)))
     f = hl.Func(lw.fresh(node.op))
@@ -984,7 +980,7 @@ def lower_matmul(lw, node, operands):
         _define(f, out_vars, _ref(f, out_vars) | prod)
     else:
         _define(f, out_vars, hl.cast(ct, 0))
-        _define(f, out_vars, H.BINARY["add"](_ref(f, out_vars), opaque(prod)))
+        _define(f, out_vars, H.BINARY["add"](_ref(f, out_vars), H.opaque(prod)))
     convert = H.round_f16 if dt == np.float16 else None
     lw.stages.append(Stage("matmul", f, node.shape, r, a.shape))
     return func_lazy(f, node.shape, dt, convert=convert)
@@ -1070,7 +1066,7 @@ def lower_matmul_blocked(lw, node, a, b, block):
         shapes = (*out_batch, -(-n // block), k, block), (*out_batch, m, n)
     cargs = [j, i, jb] + bv[::-1]
     c[cargs] = hl.cast(ct, 0)
-    c[cargs] = c[cargs] + opaque(lw.strict(a_at) * pack[[j, r.x, jb] + bv[::-1]])
+    c[cargs] = c[cargs] + H.opaque(lw.strict(a_at) * pack[[j, r.x, jb] + bv[::-1]])
     lw.stages.append(Stage("pack", pack, shapes[0]))
     lw.stages.append(Stage("matmul", c, shapes[1], r, (*shapes[1][:-1], k)))
 

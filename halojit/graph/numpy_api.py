@@ -588,7 +588,7 @@ def _view(src, result):
     if getattr(src, "_is_input", False):
         result._is_input = True
     elif isinstance(src, TracedArray) and isinstance(result, TracedArray) and result is not src:
-        root = src._base if src._base is not None else src
+        root = src._root
         result._base, result._seen = root, root._writes
     return result
 

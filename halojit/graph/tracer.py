@@ -264,9 +264,11 @@ class TraceContext:
             return None
         k = 0 if nodes[0].aval.weak else 1
         s, x = nodes[k], nodes[1 - k]
-        if s.dtype == np.uint64 and s.op == "constant" and x.dtype.kind in "iu":
-            pass  # a Python int of 2**63 or more: beyond every signed dtype
-        elif s.dtype.kind != "i" or x.dtype.kind not in "iu" or x.dtype == np.int64:
+        # a Python int may lie outside x's range: an int64 one unless x is int64, and
+        # one of 2**63 or more (a weak uint64 constant) always
+        beyond_int64 = s.dtype == np.uint64 and s.op == "constant"
+        narrower_x = s.dtype.kind == "i" and x.dtype != np.int64
+        if x.dtype.kind not in "iu" or not (beyond_int64 or narrower_x):
             return None
         if k == 0:
             name = _FLIPPED[name]
@@ -348,6 +350,11 @@ class TracedArray:
     @_node.setter
     def _node(self, node: Node):
         self._n = node
+
+    @property
+    def _root(self) -> "TracedArray":
+        """The array whose memory this one is (itself, or the base it views)."""
+        return self if self._base is None else self._base
 
     def _check_fresh(self):
         base = self._base
@@ -481,7 +488,7 @@ class TracedArray:
             other = self._ctx.emit("astype", [other], {"dtype": self.dtype}, loc)
         node = other._node
         self._check_fresh()  # a stale array refuses the write too
-        root = self._base if self._base is not None else self
+        root = self._root
         root._writes += 1
         root._write_loc = format_loc(loc)
         if root is not self:  # numpy changes the base: it and its other views go stale

@@ -224,7 +224,7 @@ def _specials(shape, dtype, seed):
 # Values that are a constant in real arithmetic but NaN for a NaN or inf
 # operand. Halide's loop trimming proved such an update a no-op (its
 # interval arithmetic knows no NaN) and dropped it: sum(y * 0) over a 2-D
-# loop nest returned 0 (lowering.opaque). Every case compiled.
+# loop nest returned 0 (halide_ops.opaque). Every case compiled.
 CONSTANT_LOOKING = [
     ("sum-y*0", lambda y: (y * 0).sum()),
     ("sum-0*y-axis1", lambda y: (0 * y).sum(axis=1)),
