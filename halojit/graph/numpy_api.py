@@ -196,27 +196,93 @@ def _count(shape, axes):
     return int(np.prod([shape[a] for a in axes], dtype=np.int64))
 
 
-def _mean(ctx, x, axes, keepdims, dtype, loc):
+def _mean(ctx, x, axes, keepdims, dtype, loc, mask=None):
     f16 = dtype is None and x.dtype == np.float16
     acc = np.dtype(np.float32) if f16 else (
         np.dtype(dtype) if dtype is not None else
         np.dtype(np.float64) if x.dtype.kind in "biu" else x.dtype)
-    s = reduction("sum", x, axes, keepdims, acc)
-    r = ctx.ufunc("divide", (s, _count(x.shape, axes)), loc)
+    if mask is None:
+        s = reduction("sum", x, axes, keepdims, acc)
+        r = ctx.ufunc("divide", (s, _count(x.shape, axes)), loc)
+    else:  # numpy divides by the mask's intp count: float64 for a float32 sum, then cast back
+        s = reduction("sum", _masked_fill(x, mask, 0), axes, keepdims, acc)
+        r = ctx.ufunc("divide", (s, reduction("sum", mask, axes, keepdims, np.intp)), loc)
     r = r if r.dtype == s.dtype else r.astype(s.dtype)
     return r.astype(np.float16) if f16 else r
 
 
-def _var(ctx, x, axes, keepdims, dtype, ddof, loc):
+def _var(ctx, x, axes, keepdims, dtype, ddof, loc, mask=None):
     acc = np.dtype(dtype) if dtype is not None else (
         np.dtype(np.float64) if x.dtype.kind in "biu" else None)
-    n = _count(x.shape, axes)
-    mean = reduction("sum", x, axes, True, acc if acc is not None else x.dtype)
+    if mask is None:
+        n = n_kept = _count(x.shape, axes)
+        xm = x
+    else:
+        n = reduction("sum", mask, axes, True, np.intp)
+        n_kept = n if keepdims else reduction("sum", mask, axes, False, np.intp)
+        xm = _masked_fill(x, mask, 0)
+    mean = reduction("sum", xm, axes, True, acc if acc is not None else x.dtype)
     mean = (mean / n).astype(mean.dtype)
     d = x - mean
     d = d * d
+    if mask is not None:
+        d = _masked_fill(d, mask, 0)
     s = reduction("sum", d, axes, keepdims, acc if acc is not None else d.dtype)
-    return (s / max(n - ddof, 0)).astype(s.dtype)
+    denom = max(n_kept - ddof, 0) if mask is None else np.maximum(n_kept - ddof, 0)
+    return (s / denom).astype(s.dtype)
+
+
+def _masked_fill(x, mask, fill):
+    """x where ``mask``, else ``fill`` in x's own dtype (the reduction's identity)."""
+    return where(mask, x, np.asarray(fill).astype(x.dtype))
+
+
+def _reduce_where_initial(name, a, axis, keepdims, dtype, ddof, initial, where_):
+    """A reduction with numpy's ``initial=`` and ``where=``: elements the mask
+    leaves out are replaced by the identity (by ``initial`` for max and min,
+    which have none), and ``initial`` joins every output element once, first,
+    as numpy's reduce starts from it."""
+    loc = user_loc()
+    ctx = _ctx_of(a, where_)
+    a = _tr(ctx, a, loc)
+    has_init = initial is not np._NoValue
+    if has_init and name in ("mean", "var", "std", "any", "all"):
+        raise TypeError(f"{name}() got an unexpected keyword argument 'initial'")
+    mask = None
+    if where_ is not np._NoValue and where_ is not True:
+        mask = _tr(ctx, where_, loc)
+        if mask.dtype != np.bool_:
+            raise DTypeError(f"np.{name}: where= must be a boolean array, got "
+                             f"{mask.dtype}{format_loc(loc)}.")
+        mask = broadcast_to(mask, a.shape)
+    if name in ("mean", "var", "std"):
+        axes = normalize_axes(axis, a.ndim, name, loc)
+        if name == "mean":
+            return _mean(ctx, a, axes, bool(keepdims), dtype, loc, mask)
+        v = _var(ctx, a, axes, bool(keepdims), dtype, ddof, loc, mask)
+        return np.sqrt(v) if name == "std" else v
+    if name in ("max", "min"):
+        ufunc = np.maximum if name == "max" else np.minimum
+        if not has_init:
+            raise ValueError(f"reduction operation '{ufunc.__name__}' does not have an "
+                             "identity, so to use a where mask one has to specify 'initial'")
+        init = np.asarray(initial).astype(a.dtype)
+        if mask is not None:
+            a = _masked_fill(a, mask, init)
+        axes = normalize_axes(axis, a.ndim, name, loc)
+        if _count(a.shape, axes) == 0:  # nothing to reduce: initial everywhere
+            shape = tuple(1 if i in axes else n for i, n in enumerate(a.shape)
+                          if keepdims or i not in axes)
+            return _tr(ctx, np.full(shape, init, a.dtype), loc)
+        return ufunc(init, reduction(name, a, axis, keepdims, dtype))
+    identity = {"sum": 0, "prod": 1, "any": 0, "all": 1}[name]
+    if mask is not None:
+        a = _masked_fill(a, mask, identity)
+    r = reduction(name, a, axis, keepdims, dtype)
+    if has_init:
+        init = np.asarray(initial).astype(r.dtype)
+        r = (np.add if name == "sum" else np.multiply)(init, r)
+    return r
 
 
 def _arg(name):
@@ -242,10 +308,10 @@ argmin = implements(np.argmin)(_arg("argmin"))
 
 def _reducer(name):
     def fn(a, axis=None, dtype=None, out=None, keepdims=False, ddof=0, **kwargs):
-        _unsupported_kw(name, dict(kwargs, out=out), ("initial_is_none",))
-        if kwargs.get("initial", np._NoValue) is not np._NoValue or \
-                kwargs.get("where", np._NoValue) not in (np._NoValue, True):
-            raise UnsupportedError(f"np.{name}: initial= and where= are not supported.")
+        _unsupported_kw(name, dict(kwargs, out=out), ("initial", "where"))
+        initial, where_ = kwargs.get("initial", np._NoValue), kwargs.get("where", np._NoValue)
+        if initial is not np._NoValue or where_ is not np._NoValue:
+            return _reduce_where_initial(name, a, axis, keepdims, dtype, ddof, initial, where_)
         return reduction(name, a, axis, keepdims, dtype, ddof)
     return fn
 
