@@ -44,6 +44,11 @@ def current() -> "TraceContext | None":
     return getattr(_state, "ctx", None)
 
 
+def in_excluded_block() -> bool:
+    """True inside ``with halojit.exclude_from_trace():`` while a body replays."""
+    return getattr(_state, "excluded", 0) > 0
+
+
 def check_dtype(dtype, what: str, loc=None) -> np.dtype:
     dt = np.dtype(dtype)
     if dt.kind not in SUPPORTED_KINDS or dt.itemsize > 8:
@@ -430,10 +435,14 @@ class TracedArray:
 
     # -- numpy protocols --------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if in_excluded_block():  # plain numpy on the values, every call
+            return getattr(ufunc, method)(*_concrete(inputs), **_concrete(kwargs))
         from .numpy_api import apply_ufunc
         return _strong(apply_ufunc(self._ctx, ufunc, method, inputs, kwargs))
 
     def __array_function__(self, func, types, args, kwargs):
+        if in_excluded_block():
+            return func(*_concrete(args), **_concrete(kwargs))
         from .numpy_api import HANDLERS
         handler = HANDLERS.get(func)
         if handler is None:
@@ -448,6 +457,8 @@ class TracedArray:
     def __getattr__(self, name):
         # Only reached when normal lookup fails: an ndarray method halojit
         # does not trace (x.searchsorted()) gets a clear error instead of AttributeError.
+        if not name.startswith("__") and hasattr(np.ndarray, name) and in_excluded_block():
+            return getattr(_concrete(self), name)
         if not name.startswith("__") and hasattr(np.ndarray, name):
             raise UnsupportedError(
                 f"ndarray.{name} is not supported inside @halojit.trace{format_loc(user_loc())}; "
@@ -600,7 +611,7 @@ _originals: dict = {}
 
 def _wrap_constructor(name, original):
     def constructor(a, *args, **kwargs):
-        if current() is not None:
+        if current() is not None and not in_excluded_block():
             from .numpy_api import array_of_traced, holds_traced
             if holds_traced(a):
                 return array_of_traced(name, a, *args, **kwargs)
@@ -673,14 +684,31 @@ class exclude_from_trace:
 
     def __enter__(self):
         ctx = current()
+        self._counted = False
         if ctx is not None:
             ctx.uses_exclude = True
             if not ctx.eager:
                 raise _NeedsReplay()
+            _state.excluded = getattr(_state, "excluded", 0) + 1
+            self._counted = True
         return self
 
     def __exit__(self, *exc):
+        if self._counted:
+            _state.excluded -= 1
         return False
+
+
+def _concrete(x):
+    """``x`` with every traced array (nested in lists, tuples and dicts) replaced
+    by its value: what numpy functions see inside an excluded block."""
+    if isinstance(x, TracedArray):
+        return np.asarray(x._ctx.values[x._node])
+    if isinstance(x, (list, tuple)):
+        return type(x)(_concrete(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _concrete(v) for k, v in x.items()}
+    return x
 
 
 class _NeedsReplay(Exception):

@@ -243,6 +243,26 @@ def test_exclude_from_trace_values_feed_later_traced_code(opt_level):
         np.testing.assert_array_equal(g(x), y * np.sort(y, axis=1) + int(y.argmax()))
 
 
+def test_exclude_from_trace_block_sees_numpy_arrays(opt_level):
+    kinds = []
+
+    def f(x):
+        y = x * 2
+        with halojit.exclude_from_trace():
+            kinds.append((type(np.asarray(y)), type(np.array(y))))
+            u = np.unique(y)  # untraceable numpy runs on the values here
+            pos = y.ravel().searchsorted(0.0)  # and so do untraced methods
+            n = len(np.unique(np.asarray(y).round()))
+        return y[:, :1] + u.size + pos + n
+
+    g = jit(f, opt_level)
+    for x in (X, X * 3):
+        y = x * 2
+        want = y[:, :1] + np.unique(y).size + y.ravel().searchsorted(0.0) + len(np.unique(y.round()))
+        np.testing.assert_array_equal(g(x), want)
+    assert set(kinds) == {(np.ndarray, np.ndarray)}
+
+
 # -- outputs -------------------------------------------------------------------------------------
 def test_outputs_may_be_any_nesting_of_tuple_list_dict(opt_level):
     def f(x, y):
