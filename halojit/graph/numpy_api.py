@@ -547,7 +547,8 @@ def astype(x, dtype, copy=True, casting="unsafe", **kw):
     dt = check_dtype(dtype, "astype", loc)
     node = ctx.as_node(x, loc)
     if node.dtype == dt and not node.aval.weak:
-        return TracedArray(node, ctx)
+        # copy=False hands back x itself, as numpy does: writes through it are x's
+        return x if not copy and isinstance(x, TracedArray) else TracedArray(node, ctx)
     return ctx.emit("astype", [node], {"dtype": dt}, loc)
 
 
@@ -567,7 +568,12 @@ def view(x, dtype=None, type=None):
                                f"{format_loc(loc)}.")
     node = ctx.as_node(x, loc)
     if dtype is None:
-        return TracedArray(node, ctx)
+        return _view(x, TracedArray(node, ctx))
+    return _view(x, _bits_as(ctx, node, dtype, loc))
+
+
+def _bits_as(ctx, node, dtype, loc):
+    """``node``'s bits as ``dtype`` (x.view(dtype)'s value)."""
     dt = check_dtype(dtype, "view", loc)
     src = node.dtype
     if dt.itemsize != src.itemsize:
@@ -1533,7 +1539,8 @@ def _install_methods():
     T.transpose = lambda self, *axes: transpose(self, _method_shape(axes) or None)
     T.T = property(lambda self: transpose(self))
     T.mT = property(lambda self: swapaxes(self, -1, -2))
-    T.astype = lambda self, dtype, order="K", casting="unsafe", subok=True, copy=True: astype(self, dtype)
+    T.astype = lambda self, dtype, order="K", casting="unsafe", subok=True, copy=True: astype(
+        self, dtype, copy)
     T.view = lambda self, dtype=None, type=None: view(self, dtype, type)
     T.clip = lambda self, min=None, max=None, out=None, **kw: clip(self, min, max, out, **kw)
     T.squeeze = lambda self, axis=None: squeeze(self, axis)
@@ -1587,7 +1594,7 @@ def _build_array(ctx, a, loc):
     return TracedArray(ctx.as_node(np.asarray(a), loc), ctx)
 
 
-def array_of_traced(fname: str, a, dtype=None, *, copy=None, order=None, ndmin=0, **kw):
+def array_of_traced(fname: str, a, dtype=None, *, copy=np._NoValue, order=None, ndmin=0, **kw):
     """``np.asarray``, ``np.array``, ``np.asanyarray`` and ``np.ascontiguousarray``
     of a traced array or of lists holding some (tracer.trace_context routes
     them here while a trace runs): the value itself, as numpy returns the
@@ -1607,6 +1614,8 @@ def array_of_traced(fname: str, a, dtype=None, *, copy=None, order=None, ndmin=0
         ndmin = max(ndmin, 1)
     if r.ndim < ndmin:
         r = reshape(r, (1,) * (ndmin - r.ndim) + tuple(r.shape))
-    if fname == "array" and copy is not False and (r is a or r._base is not None):
+    # np.array copies unless told copy=None/False; the others only for copy=True
+    copies = (fname == "array") if copy is np._NoValue else bool(copy)
+    if copies and (r is a or r._base is not None):
         r = TracedArray(r._node, ctx)  # a copy: no view of anything
     return r

@@ -369,7 +369,55 @@ def _view_writes():
         a -= 1
         return b
 
-    return [stale_view, through_slice, through_out, through_transpose, sibling_view]
+    def through_view(x):  # x.view() and x.view(dtype) share memory too
+        y = x * 1
+        v = y.view()
+        v += 1
+        return y
+
+    def stale_bits(x):
+        y = x * 1
+        bits = y.view(np.int32)
+        y += 1
+        return bits
+
+    def through_astype_no_copy(x):  # astype(same dtype, copy=False) is x itself
+        y = x * 1
+        z = y.astype(np.float32, copy=False)[1:]
+        z -= 1
+        return y
+
+    return [stale_view, through_slice, through_out, through_transpose, sibling_view,
+            through_view, stale_bits, through_astype_no_copy]
+
+
+def test_view_like_constructors_alias_as_numpy(opt_level):
+    def f(x):
+        y = x * 1
+        a = np.array(y, copy=None)  # y itself
+        b = y.astype(y.dtype, copy=False)  # y itself
+        c, d = np.array(y), np.asarray(y, copy=True)  # copies
+        a += 1
+        b *= 2
+        return y, c, d
+
+    got = jit(f, opt_level)(X)
+    for g, w in zip(got, f(X.copy())):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("make", [lambda x: x.view(), lambda x: x.view(np.int32),
+                                  lambda x: x.astype(x.dtype, copy=False),
+                                  lambda x: np.array(x, copy=None)],
+                         ids=["view", "view-int32", "astype-no-copy", "array-copy-none"])
+def test_writes_through_view_like_forms_of_an_input_are_refused(make, opt_level):
+    def f(x):
+        v = make(x)
+        v += 1
+        return v
+
+    with pytest.raises(TraceError, match="input"):
+        jit(f, opt_level)(X)
 
 
 @pytest.mark.parametrize("fn", _view_writes(), ids=lambda f: f.__name__)
