@@ -240,6 +240,29 @@ def _recording(ctx):
             _rt_tracing(-1)
 
 
+_FLOATS = (float, complex, np.floating, np.complexfloating)
+
+
+def _static_tag(v) -> str:
+    """A static keyword value's type, and for floats their bits: 0.0 == -0.0
+    would otherwise share a specialization (k / 0.0 and k / -0.0 differ)."""
+    if isinstance(v, _FLOATS):
+        return f"{type(v).__name__}:{np.asarray(v).tobytes().hex()}"
+    if isinstance(v, tuple):
+        return f"{type(v).__name__}({','.join(_static_tag(e) for e in v)})"
+    return type(v).__name__
+
+
+def _static_value(v):
+    """``v`` for the cache key: NaN never equals itself (every call would
+    miss), so it is keyed by its tag alone."""
+    if isinstance(v, _FLOATS) and v != v:
+        return "nan"
+    if isinstance(v, tuple) and type(v) is tuple:
+        return tuple(_static_value(e) for e in v)
+    return v
+
+
 class TracedFunction(_Dispatcher):
     """A numpy function captured by ``@halojit.trace``; call it like the original.
 
@@ -295,7 +318,7 @@ class TracedFunction(_Dispatcher):
                     f"{self.__name__}: keyword argument {k!r} is static (part of the cache key) "
                     f"and must be hashable; got {type(v).__name__}. Pass arrays positionally, "
                     "or use a tuple instead of a list.") from None
-            items.append((k, type(v).__name__, v))
+            items.append((k, _static_tag(v), _static_value(v)))
         return tuple(items)
 
     def _key(self, avals, kwargs, target=None):
