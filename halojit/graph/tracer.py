@@ -68,8 +68,10 @@ class Binding:
         self.kind, self.ref, self.name = kind, ref, name
 
     def read(self):
-        if self.kind == "global":
+        if self.kind in ("global", "kwdefault"):
             return self.ref[self.name]
+        if self.kind == "default":
+            return self.ref[0].__defaults__[self.ref[1]]
         return self.ref.cell_contents
 
 
@@ -131,6 +133,13 @@ class TraceContext:
                 continue
             if isinstance(v, np.ndarray):
                 out.setdefault(id(v), Binding("cell", cell, name))
+        # an array as a parameter's default value is read at every call, like a global
+        for name, v in (getattr(fn, "__kwdefaults__", None) or {}).items():
+            if isinstance(v, np.ndarray):
+                out.setdefault(id(v), Binding("kwdefault", fn.__kwdefaults__, name))
+        for i, v in enumerate(getattr(fn, "__defaults__", None) or ()):
+            if isinstance(v, np.ndarray):
+                out.setdefault(id(v), Binding("default", (fn, i), f"default {i}"))
         return out
 
     # -- operands ----------------------------------------------------------

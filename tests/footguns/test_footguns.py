@@ -96,6 +96,38 @@ def test_closure_array_is_re_read_at_every_call(opt_level):
     assert g.stats()["misses"] == 1
 
 
+def test_default_value_arrays_are_re_read_at_every_call(opt_level):
+    w, b = np.ones(3, np.float32), np.zeros(3, np.float32)
+
+    def f(x, b=b, *, w=w):
+        return x * w + b
+
+    g = jit(f, opt_level)
+    np.testing.assert_array_equal(g(X), X)
+    w[:] = 5  # in place, as numpy's f would see it
+    b += 1
+    np.testing.assert_array_equal(g(X), X * 5 + 1)
+    f.__kwdefaults__["w"] = np.full(3, 2, np.float32)  # rebound: the new array is read
+    np.testing.assert_array_equal(g(X), X * 2 + 1)
+    np.testing.assert_array_equal(g(X, np.ones(3, np.float32)), X * 2 + 1)  # passed: an input
+    frozen = jit(f, opt_level, capture_as_const=True)
+    np.testing.assert_array_equal(frozen(X), X * 2 + 1)
+    w[:], b[:] = 7, 7
+    np.testing.assert_array_equal(frozen(X), X * 2 + 1)
+    assert g.stats()["misses"] == 2
+
+
+def test_float_static_kwargs_keep_their_sign_and_nan_hits():
+    g = halojit.trace(lambda a, *, k: a / k)
+    a = np.array([1.0, -1.0], np.float32)
+    np.testing.assert_array_equal(g(a, k=0.0), [np.inf, -np.inf])
+    np.testing.assert_array_equal(g(a, k=-0.0), [-np.inf, np.inf])  # 0.0 == -0.0, not the same key
+    np.testing.assert_array_equal(g(a, k=(-0.0, 1)[0]), [-np.inf, np.inf])
+    for _ in range(2):
+        assert np.isnan(g(a, k=float("nan"))).all()
+    assert g.stats()["misses"] == 3  # the second NaN hits
+
+
 def test_capture_as_const_freezes_globals_and_closures(opt_level):
     global G_WEIGHTS
     saved = G_WEIGHTS
