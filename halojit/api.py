@@ -49,13 +49,26 @@ def _log(msg: str):
 def convert_arg(i: int, name: str, a) -> tuple[np.ndarray, AbstractArray]:
     """(value, aval) of positional argument ``i``; weak for Python scalars."""
     if isinstance(a, np.ndarray):
-        arr = a
+        if isinstance(a, (np.matrix, np.ma.MaskedArray)):  # their operators mean other things
+            kind = "np.matrix" if isinstance(a, np.matrix) else "a masked array"
+            raise DTypeError(
+                f"argument {i} ({name}): {kind} is not supported: halojit traces plain ndarray "
+                f"semantics, {'where * is elementwise' if kind == 'np.matrix' else 'with no mask'}; "
+                "pass np.asarray(...) to mean that.")
+        arr = a if type(a) is np.ndarray else np.asarray(a)  # other subclasses: their data
+        if not arr.dtype.isnative:  # the kernels read native byte order: a converted copy
+            arr = arr.astype(arr.dtype.newbyteorder("="))
     elif isinstance(a, np.generic):
         arr = np.asarray(a)
+        if not arr.dtype.isnative:
+            arr = arr.astype(arr.dtype.newbyteorder("="))
     elif isinstance(a, (bool, int, float)):
-        if isinstance(a, int) and not isinstance(a, bool) and not -2**63 <= a < 2**63:
-            raise DTypeError(f"argument {i} ({name}): Python integer {a} does not fit in int64.")
         dt = np.bool_ if isinstance(a, bool) else np.int64 if isinstance(a, int) else np.float64
+        if dt is np.int64 and 2**63 <= a < 2**64:  # as numpy 2: fine beside uint64 arrays
+            dt = np.uint64
+        elif dt is np.int64 and not -2**63 <= a < 2**63:
+            raise OverflowError(f"argument {i} ({name}): Python integer {a} is out of bounds "
+                                "for int64 and uint64; pass it as a float or a numpy array.")
         arr = np.asarray(a, dtype=dt)
         return arr, AbstractArray((), arr.dtype, weak=True)
     elif isinstance(a, (list, tuple)):
@@ -210,7 +223,7 @@ def _array_key(args):
     if len(args) >= len(_FAST_KEYS):
         return None
     for a in args:
-        if type(a) is not np.ndarray:
+        if type(a) is not np.ndarray or not a.dtype.isnative:  # big-endian: converted first
             return None
     return _FAST_KEYS[len(args)](args)
 

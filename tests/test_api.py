@@ -265,3 +265,30 @@ def test_readme_environment_table_mirrors_config():
     table = table[:table.index("\n## ", 1)]
     listed = set(re.findall(r"^\| `(HALOJIT_\w+)` \|", table, re.M))
     assert listed == set(ENV_VARS), (sorted(listed - set(ENV_VARS)), sorted(set(ENV_VARS) - listed))
+
+
+# -- inputs numpy takes that the kernels do not read as they are --------------------------------
+def test_big_endian_inputs_are_converted(opt_level):
+    f = jit(lambda x, y: x * 2 + y, opt_level)
+    be = np.arange(6, dtype=">f4").reshape(2, 3)
+    for _ in range(3):  # the slow path, then whatever the fast paths make of it
+        got = f(be, np.float64(1).astype(">f8"))
+        assert_same(got, be * 2 + np.float64(1))
+        assert got.dtype == np.float64 and got.dtype.isnative
+    np.testing.assert_array_equal(f(be.astype(np.float32), 1.0), be * 2 + 1)
+    assert be.dtype == np.dtype(">f4")  # the caller's array is left alone
+
+
+def test_matrix_and_masked_array_inputs_are_refused_and_other_subclasses_taken(opt_level):
+    f = jit(lambda x: x * x, opt_level)
+    with pytest.raises(halojit.DTypeError, match="np.matrix.*np.asarray"):
+        f(np.matrix([[1.0, 2.0], [3.0, 4.0]]))  # numpy: a matrix product
+    with pytest.raises(halojit.DTypeError, match="masked array"):
+        f(np.ma.masked_array([1.0, 2.0], mask=[0, 1]))
+
+    class Tagged(np.ndarray):
+        pass
+
+    got = f(np.arange(3.0).view(Tagged))
+    assert type(got) is np.ndarray
+    np.testing.assert_array_equal(got, np.arange(3.0) ** 2)

@@ -160,9 +160,9 @@ class TraceContext:
             dt = np.bool_ if isinstance(x, bool) else np.int64 if isinstance(x, int) else np.float64
             if dt is np.int64 and 2**63 <= x < 2**64:  # numpy 2 takes these too (uint64 arrays)
                 dt = np.uint64
-            elif dt is np.int64 and not (-2**63 <= x < 2**63):
-                raise DTypeError(f"Python integer {x} does not fit in int64 or uint64"
-                                 f"{format_loc(loc)}.")
+            elif dt is np.int64 and not (-2**63 <= x < 2**63):  # numpy's error too
+                raise OverflowError(f"Python integer {x} does not fit in int64 or uint64"
+                                    f"{format_loc(loc)}.")
             return self.constant(np.asarray(x, dtype=dt), weak=True)
         if isinstance(x, np.ndarray):
             check_dtype(x.dtype, "operand", loc)

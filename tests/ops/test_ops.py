@@ -369,8 +369,20 @@ def test_python_ints_beyond_int64_inside_the_trace(fn, x, opt_level):
 def test_python_ints_beyond_int64_still_overflow_where_numpy_does(opt_level):
     with pytest.raises(OverflowError):
         jit(lambda a: a + 2**63, opt_level)(I64)
-    with pytest.raises(DTypeError, match="does not fit in int64 or uint64"):
+    with pytest.raises(OverflowError, match="does not fit in int64 or uint64"):
         jit(lambda a: a + 2**64, opt_level)(U64)
+
+
+@pytest.mark.parametrize("s", [2**63, 2**64 - 1])
+def test_python_ints_beyond_int64_as_arguments(s, opt_level):
+    f = jit(lambda a, s: (a * s, a == s, a.astype(np.float32) + s), opt_level)
+    for _ in range(2):
+        for got, want in zip(f(U64, s), (U64 * s, U64 == s, U64.astype(np.float32) + s)):
+            assert_same(got, want)
+    with pytest.raises(OverflowError):  # as numpy: int64 and 2**63 have no common type
+        f(I64, s)
+    with pytest.raises(OverflowError, match="out of bounds for int64 and uint64"):
+        f(U64, 2**64)
 
 
 def test_weak_scalar_expression_is_range_checked_at_every_call(opt_level):
