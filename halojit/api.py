@@ -253,6 +253,10 @@ def _recording(ctx):
             _rt_tracing(-1)
 
 
+def _is_traced(x) -> bool:
+    return isinstance(x, _tracer.TracedArray)
+
+
 _FLOATS = (float, complex, np.floating, np.complexfloating)
 
 
@@ -515,7 +519,10 @@ class TracedFunction(_Dispatcher):
         traced = [ctx.add_input(a, v) for v, a in zip(values, avals)]
         with _recording(ctx):
             result = self.fn(*traced, **kwargs)
-            leaves, treedef = flatten(result, _tracer.is_array_leaf)
+            try:
+                leaves, treedef = flatten(result, _tracer.is_array_leaf, _is_traced)
+            except TypeError as e:
+                raise TraceError(f"{self.__name__}: {e}") from None
             nodes = [ctx.as_node(x) for x in leaves]
         self._stats["traces"] += 1
         return ctx, nodes, treedef
@@ -562,7 +569,10 @@ class TracedFunction(_Dispatcher):
         traced = [ctx.add_input(a, v) for v, a in zip(values, avals)]
         with _recording(ctx):
             result = self.fn(*traced, **kwargs)
-            leaves, treedef = flatten(result, _tracer.is_array_leaf)
+            try:
+                leaves, treedef = flatten(result, _tracer.is_array_leaf, _is_traced)
+            except TypeError as e:
+                raise TraceError(f"{self.__name__}: {e}") from None
             nodes = [ctx.as_node(x) for x in leaves]
         results = _fresh_all([ctx.values[n] for n in nodes], values)
         if out is not None:

@@ -13,6 +13,7 @@ outputs and the tolerances to compare by. The byte layout is described in
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import platform
@@ -90,6 +91,8 @@ def _treedef_json(t) -> dict:
                 "an artifact can only keep JSON values (numbers, strings, None) there.") from None
         return {"kind": "static", "value": t.meta}
     out = {"kind": t.kind, "children": [_treedef_json(c) for c in t.children]}
+    if t.kind == "namedtuple":  # loaded as a namedtuple class of the same name and fields
+        out["name"], out["keys"] = t.meta.__name__, list(t.meta._fields)
     if t.kind == "dict":
         if not all(isinstance(k, str) for k in t.meta):
             raise ArtifactError("dump: dict outputs need string keys in an artifact, got "
@@ -106,6 +109,8 @@ def _treedef_from_json(d):
     if kind == "static":
         return TreeDef("static", meta=d["value"])
     children = [_treedef_from_json(c) for c in d["children"]]
+    if kind == "namedtuple":
+        return TreeDef(kind, children, collections.namedtuple(d["name"], d["keys"]))
     return TreeDef(kind, children, d.get("keys"))
 
 
@@ -161,8 +166,8 @@ def _leaf_names(treedef) -> list[str]:
     def walk(t, prefix):
         if t.kind == "leaf":
             names.append(prefix or "output0")
-        elif t.kind == "dict":
-            for k, c in zip(t.meta, t.children):
+        elif t.kind in ("dict", "namedtuple"):
+            for k, c in zip(t.meta if t.kind == "dict" else t.meta._fields, t.children):
                 walk(c, f"{prefix}_{k}" if prefix else str(k))
         elif t.kind in ("tuple", "list"):
             for i, c in enumerate(t.children):

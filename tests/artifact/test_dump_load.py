@@ -210,3 +210,18 @@ def test_matmul_layer_at_every_level(tmp_path):
         g = halojit.load(path, level=level)
         np.testing.assert_allclose(g(*args), mlp(*args), rtol=1e-4, atol=1e-6)
         assert all(res["ok"] for res in g.check())
+
+
+def test_namedtuple_outputs_load_as_namedtuples(tmp_path):
+    import collections
+    Stats = collections.namedtuple("Stats", "mean spread")
+    f = halojit.trace(lambda x: Stats(x.mean(axis=0), (x.max(axis=0) - x.min(axis=0), 2)))
+    x = np.random.default_rng(5).standard_normal((6, 4)).astype(np.float32)
+    f.dump(tmp_path / "s.hjm", x)
+    g = halojit.load(tmp_path / "s.hjm")
+    got, want = g(x), f(x)
+    assert type(got).__name__ == "Stats" and got._fields == ("mean", "spread")
+    np.testing.assert_array_equal(got.mean, want.mean)
+    np.testing.assert_array_equal(got.spread[0], want.spread[0])
+    assert got.spread[1] == 2
+    assert g.outputs == ["mean", "spread_0"]  # named by the fields

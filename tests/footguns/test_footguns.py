@@ -3,6 +3,7 @@ why; a change here is a change of documented behaviour."""
 
 from __future__ import annotations
 
+import collections
 import warnings
 
 import numpy as np
@@ -296,6 +297,30 @@ def test_exclude_from_trace_block_sees_numpy_arrays(opt_level):
 
 
 # -- outputs -------------------------------------------------------------------------------------
+Pair = collections.namedtuple("Pair", "total parts")
+
+
+def test_namedtuple_outputs_are_rebuilt(opt_level):
+    g = jit(lambda x: Pair(x.sum(), [x * 2, {"m": x.max()}]), opt_level)
+    for _ in range(2):  # miss, then hit
+        r = g(X)
+        assert type(r) is Pair and isinstance(r.parts[1], dict)
+        assert_same(r.total, X.sum())
+        np.testing.assert_array_equal(r.parts[0], X * 2)
+
+
+def test_other_objects_holding_traced_arrays_are_refused(opt_level):
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+    with pytest.raises(TraceError, match="Box object holding traced arrays.*namedtuple"):
+        jit(lambda x: Box([x + 1]), opt_level)(X)
+    constant = Box(np.ones(2))  # nothing traced inside: returned as is, like an int
+    r = jit(lambda x: (constant, x + 1), opt_level)(X)
+    assert r[0] is constant
+
+
 def test_outputs_may_be_any_nesting_of_tuple_list_dict(opt_level):
     def f(x, y):
         return {"sum": x + y, "parts": [x, (y, x * y)], "n": 3, "none": None}, x.max()
