@@ -6,6 +6,8 @@ with numpy 2's dtype rules.
 from __future__ import annotations
 
 import builtins
+import functools
+import inspect
 
 import numpy as np
 
@@ -20,10 +22,57 @@ HANDLERS: dict = {}
 
 def implements(*funcs):
     def deco(fn):
+        fn = _with_out(fn, funcs[0])
         for f in funcs:
             HANDLERS[f] = fn
         return fn
     return deco
+
+
+# numpy casts these functions' results into out= as casting='unsafe' does
+# (np.sum(floats, out=ints) truncates); the rest (clip, round, concatenate)
+# check 'same_kind', as ufuncs do
+_UNSAFE_OUT = {"sum", "prod", "mean", "max", "min", "amax", "amin", "any", "all", "var", "std",
+               "cumsum", "cumprod", "nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax",
+               "nanmin", "nancumsum", "nancumprod", "median", "nanmedian", "quantile",
+               "percentile", "trace", "dot", "take", "argmax", "argmin"}
+
+
+def _with_out(fn, func):
+    """``fn`` (a handler whose numpy function has ``out=``) computing its
+    result and then writing it into a traced ``out`` array as numpy would:
+    an input refuses the write (TraceError), and a view's base sees it."""
+    try:
+        if "out" not in inspect.signature(fn).parameters:
+            return fn
+    except (TypeError, ValueError):
+        return fn
+    name = getattr(func, "__name__", "function")
+    casting = "unsafe" if name in _UNSAFE_OUT else "same_kind"
+
+    @functools.wraps(fn)
+    def handler(*args, **kwargs):
+        out = kwargs.get("out")
+        if out is None:
+            return fn(*args, **kwargs)
+        kwargs["out"] = None
+        return _write_out(f"np.{name}(..., out=...)", fn(*args, **kwargs), out, casting)
+    return handler
+
+
+def _write_out(what, result, out, casting="same_kind"):
+    loc = user_loc()
+    outs = out if isinstance(out, tuple) else (out,)
+    if len(outs) != 1 or not isinstance(outs[0], TracedArray):
+        raise UnsupportedError(
+            f"{what} into a non-traced array is not supported inside @halojit.trace"
+            f"{format_loc(loc)}; return the result instead.")
+    o = outs[0]
+    o._check_writable(what)
+    result = _tr(o._ctx, result, loc)
+    if casting == "unsafe" and result.dtype != o.dtype:
+        result = astype(result, o.dtype)
+    return o._assign(result, what)
 
 
 def _ctx_of(*xs):
@@ -137,12 +186,7 @@ def apply_ufunc(ctx, ufunc, method, inputs, kwargs):
             raise UnsupportedError(f"np.{name} is not supported inside @halojit.trace"
                                    f"{format_loc(loc)}.")
     if out is not None:
-        outs = out if isinstance(out, tuple) else (out,)
-        if len(outs) != 1 or not isinstance(outs[0], TracedArray):
-            raise UnsupportedError(
-                f"np.{name}(..., out=...) into a non-traced array is not supported inside "
-                f"@halojit.trace{format_loc(loc)}; return the result instead.")
-        return outs[0]._assign(result, f"np.{name}(..., out=...)")
+        return _write_out(f"np.{name}(..., out=...)", result, out)
     return result
 
 
@@ -779,6 +823,36 @@ def broadcast_to(a, shape, subok=False):
     if shape == a.shape:
         return a
     return _view(a, ctx.emit("broadcast_to", [a], {"shape": shape}, loc))
+
+
+def _full_of(dst, v):
+    """``v`` cast (as numpy assigns: unsafe) and broadcast to ``dst``'s shape:
+    a fresh array, not a view of ``v``."""
+    v = astype(v, dst.dtype) if v.dtype != dst.dtype or v._node.aval.weak else v
+    return v * 1 if v.shape == dst.shape else broadcast_to(v, dst.shape) * 1
+
+
+@implements(np.copyto)
+def copyto(dst, src, casting="same_kind", where=True):
+    """np.copyto into an array made inside the trace (numpy's casting rule
+    checked, ``where=`` kept): an update in place, as ``x[...] = src``."""
+    loc = user_loc()
+    what = "np.copyto"
+    if not isinstance(dst, TracedArray):
+        raise UnsupportedError(f"{what} into a non-traced array is not supported inside "
+                               f"@halojit.trace{format_loc(loc)}; return the result instead.")
+    dst._check_writable(what)
+    s = _tr(dst._ctx, src if isinstance(src, TracedArray) else np.asarray(src), loc)
+    if not np.can_cast(s.dtype, dst.dtype, casting):
+        raise DTypeError(f"{what}: cannot cast from {s.dtype} to {dst.dtype} according to the "
+                         f"rule {casting!r}{format_loc(loc)}.")
+    if broadcast_shapes([s.shape, dst.shape], what, loc) != dst.shape:
+        raise ShapeError(f"{what}: could not broadcast input array from shape {s.shape} into "
+                         f"shape {dst.shape}{format_loc(loc)}.")
+    new = _full_of(dst, s)
+    if where is not True:
+        new = np.where(where, new, dst)
+    dst._assign(new, what)
 
 
 @implements(np.broadcast_arrays)
@@ -1531,10 +1605,12 @@ def _install_methods():
                               self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kw)
                           if n not in ("max", "min", "any", "all") else
                           HANDLERS[getattr(np, n)](self, axis=axis, out=out, keepdims=keepdims, **kw))(name))
-    T.argmax = lambda self, axis=None, out=None, *, keepdims=False: argmax(self, axis, out, keepdims=keepdims)
-    T.argmin = lambda self, axis=None, out=None, *, keepdims=False: argmin(self, axis, out, keepdims=keepdims)
-    T.cumsum = lambda self, axis=None, dtype=None, out=None: cumsum(self, axis, dtype, out)
-    T.cumprod = lambda self, axis=None, dtype=None, out=None: cumprod(self, axis, dtype, out)
+    T.argmax = lambda self, axis=None, out=None, *, keepdims=False: argmax(self, axis, out=out,
+                                                                             keepdims=keepdims)
+    T.argmin = lambda self, axis=None, out=None, *, keepdims=False: argmin(self, axis, out=out,
+                                                                             keepdims=keepdims)
+    T.cumsum = lambda self, axis=None, dtype=None, out=None: cumsum(self, axis, dtype, out=out)
+    T.cumprod = lambda self, axis=None, dtype=None, out=None: cumprod(self, axis, dtype, out=out)
     T.reshape = lambda self, *shape, order="C": reshape(self, _method_shape(shape), order)
     T.transpose = lambda self, *axes: transpose(self, _method_shape(axes) or None)
     T.T = property(lambda self: transpose(self))
@@ -1542,17 +1618,17 @@ def _install_methods():
     T.astype = lambda self, dtype, order="K", casting="unsafe", subok=True, copy=True: astype(
         self, dtype, copy)
     T.view = lambda self, dtype=None, type=None: view(self, dtype, type)
-    T.clip = lambda self, min=None, max=None, out=None, **kw: clip(self, min, max, out, **kw)
+    T.clip = lambda self, min=None, max=None, out=None, **kw: clip(self, min, max, out=out, **kw)
     T.squeeze = lambda self, axis=None: squeeze(self, axis)
     T.take = lambda self, indices, axis=None, out=None, mode="raise": take(
-        self, indices, axis, out, mode)
+        self, indices, axis, out=out, mode=mode)
     T.repeat = lambda self, repeats, axis=None: repeat(self, repeats, axis)
     T.flatten = lambda self, order="C": copy(reshape(self, (-1,), order))  # always a copy
     T.ravel = lambda self, order="C": reshape(self, (-1,), order)
     T.copy = lambda self, order="C": copy(self)
     T.swapaxes = swapaxes
-    T.dot = lambda self, b, out=None: dot(self, b, out)
-    T.round = lambda self, decimals=0, out=None: round_(self, decimals, out)
+    T.dot = lambda self, b, out=None: dot(self, b, out=out)
+    T.round = lambda self, decimals=0, out=None: round_(self, decimals, out=out)
     T.__getitem__ = getitem
 
     def sort_in_place(self, axis=-1, kind=None, order=None, *, stable=None):
@@ -1568,6 +1644,14 @@ def _install_methods():
         self._check_writable("an in-place `@=`")
         return self._assign(matmul(self, other), "an in-place `@=`")
     T.__imatmul__ = imatmul
+
+    def fill(self, value):
+        self._check_writable("`x.fill()`")
+        v = _tr(self._ctx, value, user_loc())
+        if v.ndim:
+            raise ValueError("Input object to FillWithScalar is not a scalar")
+        self._assign(_full_of(self, v), "`x.fill()`")
+    T.fill = fill
 
 
 _install_methods()

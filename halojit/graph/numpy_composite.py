@@ -922,4 +922,4 @@ COMPOSITE_UFUNCS.update({
 TracedArray.diagonal = lambda self, offset=0, axis1=0, axis2=1: diagonal(self, offset, axis1,
                                                                          axis2)
 TracedArray.trace = lambda self, offset=0, axis1=0, axis2=1, dtype=None, out=None: trace_(
-    self, offset, axis1, axis2, dtype, out)
+    self, offset, axis1, axis2, dtype, out=out)

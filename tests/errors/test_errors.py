@@ -345,7 +345,29 @@ def write_view_item(x):
     return x
 
 
+def write_clip_out(x):
+    np.clip(x, 0, 1, out=x)  # MARK
+    return x
+
+
+def write_sum_out(x):
+    x[0].sum(axis=0, out=x[0, 0])  # MARK
+    return x
+
+
+def write_fill(x):
+    x.fill(0.5)  # MARK
+    return x
+
+
+def write_copyto(x):
+    np.copyto(x, x[::-1])  # MARK
+    return x
+
+
 @pytest.mark.parametrize("fn,what", [
+    (write_clip_out, r"np.clip(..., out=...)"), (write_sum_out, r"np.sum(..., out=...)"),
+    (write_fill, "`x.fill()`"), (write_copyto, "np.copyto"),
     (write_item, "item assignment"), (write_iadd, "an in-place `add`"),
     (write_imul_scalar, "an in-place `multiply`"), (write_out, r"np.add(..., out=...)"),
     (write_out_tuple, r"np.exp(..., out=...)"), (write_slice, "item assignment"),

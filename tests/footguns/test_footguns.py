@@ -487,6 +487,27 @@ def test_in_place_writes_shared_through_views_are_refused(fn, opt_level):
         jit(fn, opt_level)(X)
 
 
+def test_out_fill_and_copyto_into_arrays_made_inside(opt_level):
+    def f(x):
+        a = x * 1
+        np.clip(a, -0.5, 0.5, out=a)
+        b = (x[0] * 0).astype(np.int32)
+        x.sum(axis=0, out=b)  # numpy casts a reduction's result unsafely into out
+        c = x + 0
+        c.cumsum(axis=1, out=c)
+        d = x.astype(np.int8)
+        d.fill(3)
+        np.copyto(d, 7, where=x > 0)
+        e = x * 0
+        np.copyto(e, x[0])  # broadcast
+        r = np.round(x * 10, out=x * 0)  # the out= array comes back
+        return a, b, c, d, e, r
+
+    got = jit(f, opt_level)(X)
+    for g, w in zip(got, f(X.copy())):
+        assert_same(g, w)
+
+
 def test_in_place_writes_that_views_do_not_see_still_work(opt_level):
     def f(x):
         h = x * 2
