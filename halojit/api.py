@@ -314,6 +314,7 @@ class TracedFunction(_Dispatcher):
         self._fast = self._cache.fast  # the same dict, one attribute lookup less per call
         self._lock = threading.RLock()
         self._replay = False
+        self._segments = None  # a replayed function's compiled segments
         self._stats = {"compiles": 0, "hits": 0, "misses": 0, "traces": 0}
         self._argnames: list[str] | None = None
         functools.update_wrapper(self, fn)
@@ -564,17 +565,22 @@ class TracedFunction(_Dispatcher):
         return NumpyExecutor(graph, self.opt_level)
 
     def _run_replay(self, values, avals, kwargs, out):
-        ctx = _tracer.TraceContext(self.fn, symbolic=False, capture_as_const=self.capture_as_const,
-                                   eager=True)
-        traced = [ctx.add_input(a, v) for v, a in zip(values, avals)]
-        with _recording(ctx):
+        """A call of a function with exclude_from_trace blocks: its body runs,
+        the traced code between blocks as compiled segments (halojit.replay)."""
+        if self._segments is None:
+            from .replay import Segments
+            self._segments = Segments(self)
+        call, traced = self._segments.new_call(values, avals)
+        with _recording(call.ctx):
             result = self.fn(*traced, **kwargs)
             try:
                 leaves, treedef = flatten(result, _tracer.is_array_leaf, _is_traced)
             except TypeError as e:
                 raise TraceError(f"{self.__name__}: {e}") from None
-            nodes = [ctx.as_node(x) for x in leaves]
-        results = _fresh_all([ctx.values[n] for n in nodes], values)
+            nodes = [call.ctx.as_node(x) for x in leaves]
+            call.materialize(nodes)
+        self._stats["hits" if call.hit else "misses"] += 1
+        results = _fresh_all([call.ctx.values[n] for n in nodes], values)
         if out is not None:
             results = _write_out(results, out, self.__name__)
         return treedef.unflatten([r[()] if r.ndim == 0 and out is None else r for r in results])

@@ -76,11 +76,15 @@ class Binding:
 
 
 class TraceContext:
-    def __init__(self, fn, symbolic=True, capture_as_const=False, eager=False):
+    def __init__(self, fn, symbolic=True, capture_as_const=False, eager=False, lazy=None):
         self.fn = fn
         self.symbolic = symbolic
         self.capture_as_const = capture_as_const
         self.eager = eager or not symbolic
+        # a replay of a function with exclude_from_trace blocks: ``lazy(node)``
+        # computes a value when Python needs it (halojit.replay), so the traced
+        # code between blocks runs as compiled segments
+        self.lazy = lazy
         self.inputs: list[Node] = []
         self.input_values: list[np.ndarray] = []  # concrete, when eager
         self.bindings: list[Binding] = []
@@ -107,8 +111,8 @@ class TraceContext:
     def add_input(self, aval: AbstractArray, value=None, name=None) -> "TracedArray":
         node = Node("input", (), {"index": len(self.inputs)}, aval, None)
         self.inputs.append(node)
-        self.input_values.append(value)
-        if self.eager:
+        self.input_values.append(value)  # also keeps the array alive: ids stay unique
+        if self.eager or self.lazy is not None:
             self.values[node] = value
         t = TracedArray(node, self)
         t._is_input = True
@@ -155,6 +159,8 @@ class TraceContext:
             return x._node
         if isinstance(x, np.generic):
             check_dtype(x.dtype, "operand", loc)
+            if self.lazy is not None:
+                return self._array_operand(np.asarray(x))
             return self.constant(np.asarray(x))
         if isinstance(x, (bool, int, float)):
             dt = np.bool_ if isinstance(x, bool) else np.int64 if isinstance(x, int) else np.float64
@@ -176,6 +182,15 @@ class TraceContext:
         )
 
     def _array_operand(self, arr: np.ndarray) -> Node:
+        if self.lazy is not None and self._names.get(id(arr)) is None:
+            # a replay: arrays made by the Python around the traced code (an
+            # excluded block's results) differ from call to call: inputs of
+            # the segment that reads them, not constants of its kernels
+            node = self.bound_ids.get(id(arr))
+            if node is None:
+                node = self.bound_ids[id(arr)] = self.add_input(
+                    AbstractArray(arr.shape, arr.dtype), arr)._node
+            return node
         if not self.capture_as_const:
             binding = self._names.get(id(arr))
             if binding is not None:
@@ -314,7 +329,13 @@ class TraceContext:
             r = self.emit("where", [mask, self.constant(np.asarray(value)), r], None, loc)
         return r
 
+    def concrete(self, node: Node) -> np.ndarray:
+        """The value of ``node`` in an eager trace or a replay."""
+        return self.lazy(node) if self.lazy is not None else self.values[node]
+
     def value_of(self, node: Node, loc=None, why="") -> np.ndarray:
+        if self.lazy is not None:
+            return self.lazy(node)
         if not self.eager:
             raise TraceError(
                 f"{why} needs the value of a traced array{format_loc(loc)}, but symbolic "
@@ -431,7 +452,7 @@ class TracedArray:
         return self._value(".tolist()").tolist()
 
     def __array__(self, dtype=None, copy=None):
-        if not self._ctx.eager:  # np.asarray(x) itself works (trace_context): name the others
+        if not self._ctx.eager and self._ctx.lazy is None:  # np.asarray(x) works: name the others
             raise TraceError(
                 f"numpy converted a traced array to a numpy array here{format_loc(user_loc())}: "
                 "a numpy function given a list of traced arrays (np.sum([x, y])), a traced "
@@ -687,8 +708,10 @@ def _user_stacklevel() -> int:
 class exclude_from_trace:
     """``with halojit.exclude_from_trace():`` runs its block in Python on every call.
 
-    A function that uses it is replayed: its body runs at each call with
-    concrete values, and the block sees real numpy arrays via ``np.asarray``.
+    A function that uses it is replayed: its body runs at each call, the
+    traced code around its blocks as compiled segments (halojit.replay), and
+    the block sees numpy arrays: ``np.asarray(x)``, and numpy functions,
+    ufuncs and methods run on the values there.
     """
 
     def __enter__(self):
@@ -696,7 +719,7 @@ class exclude_from_trace:
         self._counted = False
         if ctx is not None:
             ctx.uses_exclude = True
-            if not ctx.eager:
+            if ctx.lazy is None:  # a trace (eager too): switch to replaying, block not run yet
                 raise _NeedsReplay()
             _state.excluded = getattr(_state, "excluded", 0) + 1
             self._counted = True
@@ -712,7 +735,7 @@ def _concrete(x):
     """``x`` with every traced array (nested in lists, tuples and dicts) replaced
     by its value: what numpy functions see inside an excluded block."""
     if isinstance(x, TracedArray):
-        return np.asarray(x._ctx.values[x._node])
+        return np.asarray(x._ctx.concrete(x._node))
     if isinstance(x, (list, tuple)):
         return type(x)(_concrete(v) for v in x)
     if isinstance(x, dict):
@@ -721,7 +744,7 @@ def _concrete(x):
 
 
 class _NeedsReplay(Exception):
-    """Raised inside a symbolic trace that meets ``exclude_from_trace``."""
+    """Raised inside a trace that meets ``exclude_from_trace``."""
 
 
 def is_array_leaf(x: Any) -> bool:

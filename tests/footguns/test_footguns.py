@@ -296,6 +296,58 @@ def test_exclude_from_trace_block_sees_numpy_arrays(opt_level):
     assert set(kinds) == {(np.ndarray, np.ndarray)}
 
 
+def test_exclude_from_trace_traced_parts_run_as_compiled_segments(opt_level):
+    calls = []
+
+    def f(x, s):
+        y = np.exp(x * 0.5) + s  # segment 1: compiled from the second call on
+        with halojit.exclude_from_trace():
+            m = np.median(np.asarray(y))  # a numpy scalar: an input of the next segment
+            calls.append(1)
+            k = 3 + int(np.floor(np.asarray(x).ravel()[0])) % 2  # 3 and 4 by turns
+        if y.sum() > 0:  # a value-dependent branch outside the block: computed, every call
+            y = y - m
+        return np.tanh(y) * k
+
+    g = jit(f, opt_level)
+    for i in range(5):
+        x = X + i
+        want = f(x, 2.0)
+        assert_same(g(x, 2.0), want)
+    stats = g.stats()
+    if opt_level == 3:
+        # k alternates 3, 4: each last segment is seen twice, so compiled too
+        assert stats["compiles"] >= 2
+    assert stats["hits"] >= 1 and len(calls) == 10
+
+
+def test_exclude_from_trace_keeps_numpy_range_checks(opt_level):
+    def f(x, s):
+        y = x + s
+        with halojit.exclude_from_trace():
+            n = np.asarray(y).size
+        return y * n
+
+    g = jit(f, opt_level)
+    x = X.astype(np.int8)
+    for _ in range(3):
+        assert_same(g(x, 100), f(x, 100))
+    with pytest.raises(OverflowError):  # numpy: int8 + 1000 raises, at every call
+        g(x, 1000)
+
+
+def test_exclude_from_trace_varying_python_numbers_do_not_compile_every_call(opt_level):
+    def f(x):
+        with halojit.exclude_from_trace():
+            k = int(np.asarray(x).sum() * 1000) % 997  # a new constant at each call
+        return x * k + 1
+
+    g = jit(f, opt_level)
+    for i in range(6):
+        np.testing.assert_array_equal(g(X + i), f(X + i))
+    assert g.stats()["compiles"] == 0  # each structure seen once: run in numpy, not compiled
+
+
 # -- outputs -------------------------------------------------------------------------------------
 Pair = collections.namedtuple("Pair", "total parts")
 
