@@ -1,6 +1,8 @@
 """``np.einsum`` on traced arrays, reduced to transpose, reshape, sum and
-``matmul`` (pairwise, left to right). Ellipses and repeated letters within
-one operand (diagonals) are not supported.
+``matmul`` (pairwise, left to right). An ellipsis stands for letters of its
+own (right-aligned across operands, size-1 dimensions broadcast, as numpy
+does); a letter repeated within one operand takes that operand's diagonal
+first (``'ii->'`` is a trace, ``'ii->i'`` the diagonal).
 """
 
 from __future__ import annotations
@@ -11,28 +13,77 @@ from ..errors import ShapeError, UnsupportedError, format_loc
 from .tracer import TracedArray, user_loc
 
 
-def _parse(subscripts: str, n: int, loc):
+def _parse(subscripts: str, ops, loc):
+    """(operand terms, output term, operands): ellipses replaced by letters
+    unused elsewhere, their operands broadcast over them as numpy does."""
     s = subscripts.replace(" ", "")
-    if "." in s:
-        raise UnsupportedError(f"np.einsum: ellipsis ('...') is not supported{format_loc(loc)}.")
-    lhs, _, rhs = s.partition("->")
+    lhs, arrow, rhs = s.partition("->")
     ins = lhs.split(",")
-    if len(ins) != n:
-        raise ShapeError(f"np.einsum: {subscripts!r} names {len(ins)} operands, {n} were given"
-                         f"{format_loc(loc)}.")
-    for term in ins:
-        if len(set(term)) != len(term):
-            raise UnsupportedError(f"np.einsum: repeated index in {term!r} (diagonals) is not "
-                                   f"supported{format_loc(loc)}.")
-        if not term.isalpha() and term:
+    if len(ins) != len(ops):
+        raise ShapeError(f"np.einsum: {subscripts!r} names {len(ins)} operands, {len(ops)} were "
+                         f"given{format_loc(loc)}.")
+    for term in ins + ([rhs] if arrow else []):
+        bare = term.replace("...", "", 1)
+        if not (bare.isalpha() or not bare) or "." in bare:
             raise ShapeError(f"np.einsum: invalid subscripts {subscripts!r}{format_loc(loc)}.")
-    if "->" not in s:
+    ops = list(ops)
+    if "..." in s:
+        spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                 if c not in s]
+        widths = [np.ndim(x) - len(t.replace("...", "")) if "..." in t else 0
+                  for t, x in zip(ins, ops)]
+        if min(widths) < 0:
+            raise ShapeError(f"np.einsum: an operand has fewer dimensions than {subscripts!r} "
+                             f"names{format_loc(loc)}.")
+        shapes = []
+        for t, x, w in zip(ins, ops, widths):
+            start = t.index("...") if "..." in t else 0
+            shapes.append(np.shape(x)[start:start + w])
+        try:
+            full = np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise ShapeError(f"np.einsum: the dimensions under '...' do not broadcast: "
+                             f"{shapes}{format_loc(loc)}.") from None
+        letters = "".join(spare[:len(full)])
+        for i, (t, x, w) in enumerate(zip(ins, ops, widths)):
+            if "..." not in t:
+                continue
+            start = t.index("...")
+            mine = letters[len(full) - w:]
+            shape = np.shape(x)
+            want = shape[:start] + full[len(full) - w:] + shape[start + w:]
+            if want != shape:
+                ops[i] = np.broadcast_to(x, want)
+            ins[i] = t.replace("...", mine)
+        if arrow and full and "..." not in rhs:
+            raise ShapeError(f"np.einsum: {subscripts!r}: the output has no '...' for the "
+                             f"{len(full)} dimension(s) under the operands' '...'"
+                             f"{format_loc(loc)}.")
+        if arrow:
+            rhs = rhs.replace("...", letters)
+    if not arrow:
         counts = {}
         for term in ins:
             for c in term:
                 counts[c] = counts.get(c, 0) + 1
-        rhs = "".join(sorted(c for c, k in counts.items() if k == 1))
-    return ins, rhs
+        ell = letters if "..." in s else ""
+        rhs = ell + "".join(sorted(c for c, k in counts.items() if k == 1 and c not in ell))
+    if len(set(rhs)) != len(rhs):
+        raise ShapeError(f"np.einsum: output subscripts {rhs!r} repeat a letter"
+                         f"{format_loc(loc)}.")
+    return ins, rhs, ops
+
+
+def _diagonals(x, term):
+    """(x, term) with every letter repeated in ``term`` taken once: the
+    diagonal over its axes (np.diagonal puts it last)."""
+    while len(set(term)) != len(term):
+        c = next(c for c in term if term.count(c) > 1)
+        p = term.index(c)
+        q = term.index(c, p + 1)
+        x = np.diagonal(x, 0, p, q)
+        term = term[:p] + term[p + 1:q] + term[q + 1:] + c
+    return x, term
 
 
 def _sum_out(x, term, keep):
@@ -85,10 +136,9 @@ def einsum(subscripts, operands, dtype=None):
     loc = user_loc()
     if not isinstance(subscripts, str):
         raise UnsupportedError(f"np.einsum: only the string form is supported{format_loc(loc)}.")
-    ins, rhs = _parse(subscripts, len(operands), loc)
-    ops = list(operands)
+    ins, rhs, ops = _parse(subscripts, operands, loc)
     sizes: dict[str, int] = {}
-    for term, x in zip(ins, ops):
+    for i, (term, x) in enumerate(zip(ins, ops)):
         if np.ndim(x) != len(term):
             raise ShapeError(f"np.einsum: operand with shape {np.shape(x)} does not match "
                              f"subscripts {term!r}{format_loc(loc)}.")
@@ -96,6 +146,11 @@ def einsum(subscripts, operands, dtype=None):
             if sizes.setdefault(c, d) != d:
                 raise ShapeError(f"np.einsum: index {c!r} has sizes {sizes[c]} and {d}"
                                  f"{format_loc(loc)}.")
+        ops[i], ins[i] = _diagonals(x, term)
+    for c in rhs:
+        if c not in sizes:
+            raise ShapeError(f"np.einsum: output index {c!r} is not in any operand"
+                             f"{format_loc(loc)}.")
     if dtype is not None:
         ops = [np.asarray(o).astype(dtype) if not isinstance(o, TracedArray) else o.astype(dtype)
                for o in ops]

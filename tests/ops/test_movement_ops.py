@@ -196,6 +196,15 @@ LINALG = {
     "einsum-traceprod": (lambda a, b: np.einsum("ij,ji->", a, b), (3, 4), (4, 3)),
     "einsum-batch-outer": (lambda a, b: np.einsum("bi,bj->bij", a, b), (3, 4), (3, 5)),
     "einsum-outer4": (lambda a, b: np.einsum("ij,kl->ijkl", a, b), (2, 3), (4, 5)),
+    # repeated letters (diagonals) and ellipses (broadcast batch dimensions)
+    "einsum-trace": (lambda a, b: np.einsum("ii->", a), (4, 4), (1,)),
+    "einsum-diagonal": (lambda a, b: np.einsum("ii->i", a), (4, 4), (1,)),
+    "einsum-diag-times": (lambda a, b: np.einsum("ij,jj->i", a, b), (3, 4), (4, 4)),
+    "einsum-3d-diag": (lambda a, b: np.einsum("iji->j", a), (3, 2, 3), (1,)),
+    "einsum-ellipsis-bmm": (lambda a, b: np.einsum("...ij,...jk->...ik", a, b), (2, 3, 4),
+                            (1, 4, 5)),
+    "einsum-ellipsis-implicit": (lambda a, b: np.einsum("...ij,...jk", a, b), (2, 3, 4), (4, 5)),
+    "einsum-ellipsis-reduce": (lambda a, b: np.einsum("i...->...", a), (3, 2, 4), (1,)),
 }
 
 
