@@ -136,6 +136,9 @@ COMPOSITE_UFUNCS: dict = {}
 # a two-output composite (divmod, modf) -> a one-output ufunc with the same input
 # loops: resolve_ufunc asks numpy for one output only
 COMPOSITE_LOOPS: dict = {}
+# generalized ufuncs (vecdot, matvec, vecmat) -> a function of the raw operands
+# and keyword arguments, filled in by numpy_more
+GUFUNCS: dict = {}
 
 
 def apply_ufunc(ctx, ufunc, method, inputs, kwargs):
@@ -162,6 +165,8 @@ def apply_ufunc(ctx, ufunc, method, inputs, kwargs):
     elif method != "__call__":
         raise UnsupportedError(f"np.{name}.{method} is not supported inside @halojit.trace"
                                f"{format_loc(loc)}.")
+    elif name in GUFUNCS:
+        result = GUFUNCS[name](*inputs, **kwargs)
     elif name in COMPOSITE_UFUNCS:
         dtype = kwargs.pop("dtype", None)
         _unsupported_kw(name, kwargs, ("casting", "order", "subok"))
