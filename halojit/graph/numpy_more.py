@@ -5,7 +5,9 @@ tracing); ``isin`` and ``choose``; ``real``/``imag``/``conj`` and friends
 of real arrays; the array-API spellings ``matrix_transpose``, ``vecdot``,
 ``matvec``, ``vecmat`` and ``np.linalg``'s ``matmul``, ``vecdot``,
 ``outer``, ``trace``, ``diagonal``, ``tensordot``, ``cross``,
-``matrix_transpose`` and ``matrix_power`` (a static, non-negative power).
+``matrix_transpose`` and ``matrix_power`` (a static, non-negative power);
+``result_type`` and ``can_cast`` of traced arrays; and numpy functions
+whose own Python code needs nothing more (``_NUMPY_PYTHON``).
 
 As in numpy_composite, each follows numpy's own definition, so dtypes,
 shapes and errors are numpy's.
@@ -369,3 +371,36 @@ def matrix_power(a, n):
             square = np.matmul(square, square)
     return result if result is not a else np.copy(a)
 
+
+
+# -- numpy's own Python code, run on traced arrays ----------------------------------------
+# These numpy functions are Python compositions of calls halojit traces; their
+# ``_implementation`` (the function behind numpy's dispatcher) runs as is.
+# Each is checked against numpy in tests/ops/test_more_numpy.py.
+_NUMPY_PYTHON = ("array_equiv", "cumulative_sum", "cumulative_prod", "i0", "polyadd", "polysub",
+                 "rollaxis", "tril_indices_from", "triu_indices_from", "diag_indices_from",
+                 "unstack", "ix_", "isposinf", "isneginf", "histogram_bin_edges")
+for _name in _NUMPY_PYTHON:
+    _f = getattr(np, _name, None)
+    if _f is not None and hasattr(_f, "_implementation"):
+        implements(_f)(_f._implementation)
+
+
+def _dtype_of(x):
+    """What numpy's dtype functions see for ``x``: a traced array's dtype, or
+    for a weak Python scalar the Python type (NEP 50: it adapts)."""
+    if isinstance(x, TracedArray):
+        if x._node.aval.weak:
+            return {"b": bool, "i": int, "u": int, "f": float}[x.dtype.kind]
+        return x.dtype
+    return x
+
+
+@implements(np.result_type)
+def result_type(*arrays_and_dtypes):
+    return np.result_type(*[_dtype_of(x) for x in arrays_and_dtypes])
+
+
+@implements(np.can_cast)
+def can_cast(from_, to, casting="safe"):
+    return np.can_cast(from_.dtype if isinstance(from_, TracedArray) else from_, to, casting)
