@@ -72,6 +72,10 @@ def convert_arg(i: int, name: str, a) -> tuple[np.ndarray, AbstractArray]:
         arr = np.asarray(a, dtype=dt)
         return arr, AbstractArray((), arr.dtype, weak=True)
     elif isinstance(a, (list, tuple)):
+        if any(isinstance(e, (np.matrix, np.ma.MaskedArray)) for e in a):
+            raise DTypeError(f"argument {i} ({name}): a list holding np.matrix or masked arrays "
+                             "is not supported (their operators mean other things); pass "
+                             "np.asarray(...) of each.")
         try:
             arr = np.asarray(a)
         except ValueError as e:

@@ -29,13 +29,15 @@ def implements(*funcs):
     return deco
 
 
-# numpy casts these functions' results into out= as casting='unsafe' does
-# (np.sum(floats, out=ints) truncates); the rest (clip, round, concatenate)
-# check 'same_kind', as ufuncs do
-_UNSAFE_OUT = {"sum", "prod", "mean", "max", "min", "amax", "amin", "any", "all", "var", "std",
-               "cumsum", "cumprod", "nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax",
-               "nanmin", "nancumsum", "nancumprod", "median", "nanmedian", "quantile",
-               "percentile", "trace", "dot", "take", "argmax", "argmin"}
+# numpy computes these reductions and scans in out='s dtype (np.max of int32
+# into uint8 casts first: -1 counts as 255) and casts unsafely; argmax and take
+# need an out= of a type their result casts to safely; the rest (clip, round,
+# concatenate) cast their result with 'same_kind', as ufuncs do
+_IN_OUT_DTYPE = {"sum", "prod", "mean", "max", "min", "amax", "amin", "var", "std", "cumsum",
+                 "cumprod", "nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin",
+                 "nancumsum", "nancumprod", "trace", "round", "around"}
+_SAFE_OUT = {"argmax", "argmin", "take"}
+_CAST_FIRST = {"max", "min", "amax", "amin", "nanmax", "nanmin", "round", "around"}
 
 
 def _with_out(fn, func):
@@ -48,7 +50,8 @@ def _with_out(fn, func):
     except (TypeError, ValueError):
         return fn
     name = getattr(func, "__name__", "function")
-    casting = "unsafe" if name in _UNSAFE_OUT else "same_kind"
+    casting = "unsafe" if name in _IN_OUT_DTYPE else "safe" if name in _SAFE_OUT else "same_kind"
+    takes_dtype = "dtype" in inspect.signature(fn).parameters
 
     @functools.wraps(fn)
     def handler(*args, **kwargs):
@@ -56,8 +59,36 @@ def _with_out(fn, func):
         if out is None:
             return fn(*args, **kwargs)
         kwargs["out"] = None
+        o = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+        if name in _IN_OUT_DTYPE and isinstance(o, TracedArray) and args:
+            if takes_dtype and kwargs.get("dtype") is None and name not in _CAST_FIRST:
+                kwargs["dtype"] = o.dtype
+            elif isinstance(args[0], TracedArray) and args[0].dtype != o.dtype:
+                a = args[0]
+                if name in ("round", "around"):  # computed in out's dtype
+                    a = astype(a, o.dtype)
+                else:  # max, min: numpy's accumulator is out itself
+                    a = _first_through(a, kwargs.get("axis", args[1] if len(args) > 1 else None),
+                                       o.dtype)
+                args = (a,) + args[1:]
         return _write_out(f"np.{name}(..., out=...)", fn(*args, **kwargs), out, casting)
     return handler
+
+
+def _first_through(a, axis, dtype):
+    """``a`` with the first element of each reduced slice cast to ``dtype`` and
+    back: numpy's max/min into an out= of another dtype start from that
+    element stored in out (np.max([[-1, 5]], axis=1, out=uint8) is 255) and
+    compare the others in a's dtype."""
+    loc = user_loc()
+    axes = normalize_axes(axis, a.ndim, "max", loc)
+    first = np.ones((), bool)
+    for ax in axes:
+        at = np.zeros(a.shape[ax], bool)
+        if a.shape[ax]:
+            at[0] = True
+        first = first & at.reshape([-1 if i == ax else 1 for i in range(a.ndim)])
+    return where(first, astype(astype(a, dtype), a.dtype), a)
 
 
 def _write_out(what, result, out, casting="same_kind"):
@@ -70,7 +101,10 @@ def _write_out(what, result, out, casting="same_kind"):
     o = outs[0]
     o._check_writable(what)
     result = _tr(o._ctx, result, loc)
-    if casting == "unsafe" and result.dtype != o.dtype:
+    if casting == "safe" and not np.can_cast(o.dtype, result.dtype, "safe"):
+        raise DTypeError(f"{what}: cannot cast array data from {o.dtype} to {result.dtype} "
+                         f"according to the rule 'safe'{format_loc(loc)}.")
+    if casting in ("unsafe", "safe") and result.dtype != o.dtype:
         result = astype(result, o.dtype)
     return o._assign(result, what)
 
@@ -281,6 +315,14 @@ def _var(ctx, x, axes, keepdims, dtype, ddof, loc, mask=None):
     return (s / denom).astype(s.dtype)
 
 
+def _scalar_as(value, dtype):
+    """A static value in ``dtype`` as numpy assigns one: a Python int that does
+    not fit raises OverflowError, NaN into an integer ValueError."""
+    if isinstance(value, TracedArray):
+        return value.astype(dtype)
+    return np.array(value, dtype=dtype)
+
+
 def _masked_fill(x, mask, fill):
     """x where ``mask``, else ``fill`` in x's own dtype (the reduction's identity)."""
     return where(mask, x, np.asarray(fill).astype(x.dtype))
@@ -313,9 +355,11 @@ def _reduce_where_initial(name, a, axis, keepdims, dtype, ddof, initial, where_)
     if name in ("max", "min"):
         ufunc = np.maximum if name == "max" else np.minimum
         if not has_init:
+            if mask is None:  # where=True: a plain reduction
+                return reduction(name, a, axis, keepdims, dtype)
             raise ValueError(f"reduction operation '{ufunc.__name__}' does not have an "
                              "identity, so to use a where mask one has to specify 'initial'")
-        init = np.asarray(initial).astype(a.dtype)
+        init = _scalar_as(initial, a.dtype)
         if mask is not None:
             a = _masked_fill(a, mask, init)
         axes = normalize_axes(axis, a.ndim, name, loc)
@@ -329,7 +373,7 @@ def _reduce_where_initial(name, a, axis, keepdims, dtype, ddof, initial, where_)
         a = _masked_fill(a, mask, identity)
     r = reduction(name, a, axis, keepdims, dtype)
     if has_init:
-        init = np.asarray(initial).astype(r.dtype)
+        init = _scalar_as(initial, r.dtype)
         r = (np.add if name == "sum" else np.multiply)(init, r)
     return r
 
@@ -706,6 +750,8 @@ def _view(src, result):
     """``result`` is a view of ``src`` in numpy: writing into a view of an input
     writes into the input, so it is refused like a write into the input; a
     view of an intermediate records its base (TracedArray._check_fresh says why)."""
+    if getattr(src, "_readonly", None) and isinstance(result, TracedArray) and result is not src:
+        result._readonly = src._readonly  # a view of a read-only array is read-only
     if getattr(src, "_is_input", False):
         result._is_input = True
     elif isinstance(src, TracedArray) and isinstance(result, TracedArray) and result is not src:
@@ -827,14 +873,16 @@ def broadcast_to(a, shape, subok=False):
     shape = tuple(int(s) for s in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
     if shape == a.shape:
         return a
-    return _view(a, ctx.emit("broadcast_to", [a], {"shape": shape}, loc))
+    r = _view(a, ctx.emit("broadcast_to", [a], {"shape": shape}, loc))
+    r._readonly = "np.broadcast_to"  # numpy's result is read-only too
+    return r
 
 
 def _full_of(dst, v):
     """``v`` cast (as numpy assigns: unsafe) and broadcast to ``dst``'s shape:
     a fresh array, not a view of ``v``."""
     v = astype(v, dst.dtype) if v.dtype != dst.dtype or v._node.aval.weak else v
-    return v * 1 if v.shape == dst.shape else broadcast_to(v, dst.shape) * 1
+    return copy(v if v.shape == dst.shape else broadcast_to(v, dst.shape))
 
 
 @implements(np.copyto)
@@ -847,6 +895,12 @@ def copyto(dst, src, casting="same_kind", where=True):
         raise UnsupportedError(f"{what} into a non-traced array is not supported inside "
                                f"@halojit.trace{format_loc(loc)}; return the result instead.")
     dst._check_writable(what)
+    if isinstance(src, (int, float, bool)):  # a Python scalar: numpy's value checks
+        if not np.can_cast(np.asarray(src).dtype, dst.dtype, casting) and casting != "unsafe" \
+                and not (isinstance(src, int) and dst.dtype.kind in "iuf"):
+            raise DTypeError(f"{what}: cannot cast {type(src).__name__} to {dst.dtype} "
+                             f"according to the rule {casting!r}{format_loc(loc)}.")
+        src = _scalar_as(src, dst.dtype)
     s = _tr(dst._ctx, src if isinstance(src, TracedArray) else np.asarray(src), loc)
     if not np.can_cast(s.dtype, dst.dtype, casting):
         raise DTypeError(f"{what}: cannot cast from {s.dtype} to {dst.dtype} according to the "
@@ -1652,7 +1706,8 @@ def _install_methods():
 
     def fill(self, value):
         self._check_writable("`x.fill()`")
-        v = _tr(self._ctx, value, user_loc())
+        v = _tr(self._ctx, value if isinstance(value, TracedArray) else
+                _scalar_as(value, self.dtype), user_loc())
         if v.ndim:
             raise ValueError("Input object to FillWithScalar is not a scalar")
         self._assign(_full_of(self, v), "`x.fill()`")
@@ -1697,6 +1752,11 @@ def array_of_traced(fname: str, a, dtype=None, *, copy=np._NoValue, order=None, 
         raise UnsupportedError(f"np.{fname}(..., order={order!r}): only C order exists inside "
                                f"@halojit.trace{format_loc(loc)}.")
     r = _build_array(ctx, a, loc)
+    if r is a and r._base is not None and (fname == "ascontiguousarray" or order in ("C", "F")):
+        # numpy copies a view that is not contiguous and returns one that is:
+        # the trace knows no layouts, so the result counts as a view (a later
+        # write to either side makes the other refuse to be used)
+        r = _view(a, TracedArray(a._node, ctx))
     if dtype is not None and (np.dtype(dtype) != r.dtype or r._node.aval.weak):
         r = astype(r, dtype)
     if fname == "ascontiguousarray":

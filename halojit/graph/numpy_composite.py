@@ -241,7 +241,10 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
                                                -big if neginf is None else neginf)]
     r = np.where(np.isnan(x), fill[0], x)
     r = np.where(x == np.inf, fill[1], r)
-    return np.where(x == -np.inf, fill[2], r)
+    r = np.where(x == -np.inf, fill[2], r)
+    if not copy:  # numpy replaces in place and returns x itself
+        return x._assign(r, "np.nan_to_num(..., copy=False)")
+    return r
 
 
 @implements(np.sinc)
@@ -560,9 +563,12 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     length = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
     flat = np.reshape(b, b.shape[:-2] + (n * m,))
     if length == 0:
-        return flat[..., :0]
-    start, step = (offset if offset >= 0 else -offset * m), m + 1
-    return flat[..., start:start + (length - 1) * step + 1:step]
+        r = flat[..., :0]
+    else:
+        start, step = (offset if offset >= 0 else -offset * m), m + 1
+        r = flat[..., start:start + (length - 1) * step + 1:step]
+    r._readonly = "np.diagonal"  # a read-only view in numpy
+    return r
 
 
 @implements(np.trace)

@@ -105,6 +105,9 @@ class TraceContext:
         since that call runs on the values as it traces."""
         if self.eager:
             check(self.values[node])
+        elif self.lazy is not None:  # a replay: numpy raises here, before what follows runs
+            check(self.lazy(node))
+            return
         self.checks.append((node, check))
 
     # -- inputs -----------------------------------------------------------
@@ -171,6 +174,11 @@ class TraceContext:
                                     f"{format_loc(loc)}.")
             return self.constant(np.asarray(x, dtype=dt), weak=True)
         if isinstance(x, np.ndarray):
+            if isinstance(x, (np.matrix, np.ma.MaskedArray)):
+                raise DTypeError(
+                    f"{type(x).__name__} operand{format_loc(loc)}: halojit traces plain ndarray "
+                    "semantics (np.matrix's * is a matrix product, a masked array has a mask); "
+                    "use np.asarray(...) to mean a plain array.")
             check_dtype(x.dtype, "operand", loc)
             return self._array_operand(x)
         if isinstance(x, (list, tuple)):
@@ -502,6 +510,9 @@ class TracedArray:
         setitem(self, key, value)
 
     def _check_writable(self, what: str):
+        if getattr(self, "_readonly", None):
+            raise ValueError(f"{what}: assignment destination is read-only ({self._readonly} "
+                             f"returns a read-only view in numpy){format_loc(user_loc())}.")
         if self._is_input:
             raise TraceError(
                 f"{what} writes into an input argument or a view of one"
