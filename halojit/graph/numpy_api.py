@@ -1334,15 +1334,111 @@ def _position(ctx, k, size: int, axis: int, alone: bool, loc):
 
 
 def setitem(x, key, value):
+    """``x[key] = value`` on an array made inside the trace, as a new value of
+    x: basic keys (ints, slices, None, ...) place the value by a small gather
+    per sliced axis and a mask; a traced boolean mask of x's shape with a
+    scalar value is np.where. ``x[key] += v`` (numpy: a write through the
+    view x[key], then this) works too."""
     loc = user_loc()
+    what = "item assignment"
     if x._is_input:
         raise TraceError(
             f"item assignment writes into an input argument or a view of one{format_loc(loc)}; "
             "traced functions must not modify their inputs. Work on a copy, or build the "
             "result with np.where or np.concatenate.")
-    raise UnsupportedError(
-        f"item assignment on traced arrays is not supported{format_loc(loc)}; build the "
-        "result with np.where, np.concatenate or np.pad instead.")
+    if getattr(x, "_readonly", None):
+        x._check_writable(what)
+    ctx = x._ctx
+    key = key if isinstance(key, tuple) else (key,)
+    # x[k] += v: the view x[k] was written in place just before; x takes its value now
+    if x._base is None and isinstance(value, TracedArray) and value._base is x and \
+            value._seen == x._writes and x._view_writes == 1:
+        x._through_view = ""
+    v = _assigned_value(ctx, x, value, loc)
+    if len(key) == 1 and isinstance(key[0], TracedArray) and key[0].dtype == np.bool_:
+        if key[0].shape != x.shape:
+            raise UnsupportedError(f"item assignment through a boolean mask of shape "
+                                   f"{key[0].shape} into shape {x.shape}{format_loc(loc)}: "
+                                   "only a mask of the array's own shape is supported.")
+        if v.ndim:
+            raise UnsupportedError(f"item assignment of an array through a traced boolean "
+                                   f"mask{format_loc(loc)}: its size depends on the values; "
+                                   "use np.where(mask, values, x).")
+        new = where(key[0], v, x)
+    elif any(_is_array_index(k) for k in key):
+        raise UnsupportedError(
+            f"item assignment with integer arrays is not supported inside @halojit.trace"
+            f"{format_loc(loc)}; use slices and ints, a boolean mask and np.where, or "
+            "np.concatenate.")
+    else:
+        for k in key:
+            if not (k is None or k is Ellipsis or isinstance(k, slice) or _is_int_index(k)):
+                raise UnsupportedError(f"item assignment with a {type(k).__name__} index is "
+                                       f"not supported inside @halojit.trace{format_loc(loc)}.")
+        new = _placed(ctx, x, key, v, loc)
+    root = x._root
+    x._assign(new, what)
+    if isinstance(value, TracedArray) and value._base is root:
+        value._seen = root._writes  # the view still shows x[key]
+
+
+def _assigned_value(ctx, x, value, loc):
+    """``value`` in x's dtype as numpy's setitem casts it (unsafe; a Python
+    int that does not fit raises OverflowError)."""
+    if isinstance(value, TracedArray):
+        return value if value.dtype == x.dtype else astype(value, x.dtype)
+    if isinstance(value, (bool, int, float, np.generic)):
+        return _tr(ctx, _scalar_as(value, x.dtype), loc)
+    return _tr(ctx, np.asarray(value).astype(x.dtype), loc)
+
+
+def _placed(ctx, x, key, v, loc):
+    """x with ``v`` placed at a basic index ``key``."""
+    sel_shape, axes = [], []  # the shape x[key] has; per axis of x: positions or an int
+    axis = 0
+    for k in _expand_key(key, x.ndim, loc):
+        if k is None:
+            sel_shape.append(1)
+            continue
+        dim = x.shape[axis]
+        if isinstance(k, slice):
+            pos = np.arange(dim)[k]
+            sel_shape.append(len(pos))
+            axes.append(pos)
+        else:
+            i = int(k)
+            if not -dim <= i < dim:
+                raise IndexShapeError(f"index {i} is out of bounds for axis {axis} with size "
+                                      f"{dim}{format_loc(loc)}.")
+            axes.append(i % dim)
+        axis += 1
+    while v.ndim > len(sel_shape) and v.shape[0] == 1:  # numpy drops leading 1s
+        v = reshape(v, v.shape[1:])
+    try:
+        v = broadcast_to(v, tuple(sel_shape))
+    except ShapeError:
+        raise ShapeError(f"could not broadcast input array from shape {v.shape} into shape "
+                         f"{tuple(sel_shape)}{format_loc(loc)}.") from None
+    # the value over x's axes: a length-1 axis where an int picks, no None axes
+    v = reshape(v, tuple(1 if isinstance(a, int) else len(a) for a in axes))
+    mask = None
+    for ax, (a, dim) in enumerate(zip(axes, x.shape)):
+        shape = [1] * x.ndim
+        shape[ax] = dim
+        hit = np.zeros(dim, bool)
+        hit[a] = True
+        if isinstance(a, int) or len(a) != dim or np.any(a != np.arange(dim)):
+            if not isinstance(a, int) and len(a) > 0:  # spread the slice's values out
+                spot = np.zeros(dim, np.intp)
+                spot[a] = np.arange(len(a))
+                v = _take(ctx, v, ctx.constant(spot), ax, "clip", loc)
+            m = _tr(ctx, hit.reshape(shape), loc)
+            mask = m if mask is None else mask & m
+    if mask is None:  # the whole array
+        return copy(broadcast_to(v, x.shape))
+    if v.size == 0:
+        return copy(x)
+    return where(mask, v, x)
 
 
 # -- integer-array indexing (gathers) ----------------------------------------------------

@@ -384,6 +384,7 @@ class TracedArray:
         self._writes = 0  # in-place writes into this array or through its views
         self._write_loc = ""  # where the last of them was
         self._through_view = ""  # where a write through a view changed this array
+        self._view_writes = 0  # writes through views since this array was last assigned
 
     @property
     def _node(self) -> Node:
@@ -545,7 +546,10 @@ class TracedArray:
         root._write_loc = format_loc(loc)
         if root is not self:  # numpy changes the base: it and its other views go stale
             root._through_view = format_loc(loc)
+            root._view_writes += 1
             self._seen = root._writes
+        else:
+            self._view_writes = 0
         self._node = node
         return self
 
