@@ -29,10 +29,10 @@ def implements(*funcs):
     return deco
 
 
-# numpy computes these reductions and scans in out='s dtype (np.max of int32
-# into uint8 casts first: -1 counts as 255) and casts unsafely; argmax and take
-# need an out= of a type their result casts to safely; the rest (clip, round,
-# concatenate) cast their result with 'same_kind', as ufuncs do
+# numpy computes these reductions and scans in out='s dtype (round: the input
+# cast first; max/min: see _first_through) and casts unsafely into it; argmax
+# and take need an out= their result casts to safely; the rest (clip,
+# concatenate, ...) cast their result with 'same_kind', as ufuncs do
 _IN_OUT_DTYPE = {"sum", "prod", "mean", "max", "min", "amax", "amin", "var", "std", "cumsum",
                  "cumprod", "nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin",
                  "nancumsum", "nancumprod", "trace", "round", "around"}
