@@ -51,7 +51,7 @@ def _with_out(fn, func):
         return fn
     name = getattr(func, "__name__", "function")
     casting = "unsafe" if name in _IN_OUT_DTYPE else "safe" if name in _SAFE_OUT else "same_kind"
-    takes_dtype = "dtype" in inspect.signature(fn).parameters
+    sig = inspect.signature(fn)
 
     @functools.wraps(fn)
     def handler(*args, **kwargs):
@@ -61,16 +61,18 @@ def _with_out(fn, func):
         kwargs["out"] = None
         o = out[0] if isinstance(out, tuple) and len(out) == 1 else out
         if name in _IN_OUT_DTYPE and isinstance(o, TracedArray) and args:
-            if takes_dtype and kwargs.get("dtype") is None and name not in _CAST_FIRST:
-                kwargs["dtype"] = o.dtype
-            elif isinstance(args[0], TracedArray) and args[0].dtype != o.dtype:
-                a = args[0]
+            bound = sig.bind(*args, **kwargs)  # dtype and axis may come by position
+            given = bound.arguments
+            first = next(iter(sig.parameters))
+            if "dtype" in sig.parameters and given.get("dtype") is None and \
+                    name not in _CAST_FIRST:
+                given["dtype"] = o.dtype
+            elif isinstance(given[first], TracedArray) and given[first].dtype != o.dtype:
                 if name in ("round", "around"):  # computed in out's dtype
-                    a = astype(a, o.dtype)
+                    given[first] = astype(given[first], o.dtype)
                 else:  # max, min: numpy's accumulator is out itself
-                    a = _first_through(a, kwargs.get("axis", args[1] if len(args) > 1 else None),
-                                       o.dtype)
-                args = (a,) + args[1:]
+                    given[first] = _first_through(given[first], given.get("axis"), o.dtype)
+            args, kwargs = bound.args, bound.kwargs
         return _write_out(f"np.{name}(..., out=...)", fn(*args, **kwargs), out, casting)
     return handler
 
