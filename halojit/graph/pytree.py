@@ -8,6 +8,7 @@ cannot be rebuilt around new leaves: ``flatten`` raises ``TypeError``.
 
 from __future__ import annotations
 
+import types
 from typing import Any, Callable
 
 
@@ -67,6 +68,9 @@ def flatten(obj: Any, is_leaf: Callable[[Any], bool],
         if is_leaf(o):
             leaves.append(o)
             return TreeDef("leaf")
+        if must_rebuild is not None and isinstance(o, types.GeneratorType):
+            raise TypeError("an output is a generator, which would yield traced arrays after "
+                            "the trace; return a tuple or list (tuple(gen)).")
         if must_rebuild is not None and _holds(o, must_rebuild):
             raise TypeError(
                 f"an output is a {type(o).__name__} object holding traced arrays; return them in a "
