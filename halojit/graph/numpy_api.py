@@ -1367,13 +1367,15 @@ def setitem(x, key, value):
                                    f"mask{format_loc(loc)}: its size depends on the values; "
                                    "use np.where(mask, values, x).")
         new = where(key[0], v, x)
-    elif any(_is_array_index(k) for k in key):
+    elif any(_is_array_index(k) for k in key) and not _one_static_axis_index(key):
         raise UnsupportedError(
-            f"item assignment with integer arrays is not supported inside @halojit.trace"
-            f"{format_loc(loc)}; use slices and ints, a boolean mask and np.where, or "
-            "np.concatenate.")
+            f"item assignment with traced index arrays, or index arrays on several axes, is "
+            f"not supported inside @halojit.trace{format_loc(loc)}; use slices, ints, one "
+            "1-D list of positions, a boolean mask and np.where, or np.concatenate.")
     else:
         for k in key:
+            if isinstance(k, (np.ndarray, list)):
+                continue
             if not (k is None or k is Ellipsis or isinstance(k, slice) or _is_int_index(k)):
                 raise UnsupportedError(f"item assignment with a {type(k).__name__} index is "
                                        f"not supported inside @halojit.trace{format_loc(loc)}.")
@@ -1394,8 +1396,17 @@ def _assigned_value(ctx, x, value, loc):
     return _tr(ctx, np.asarray(value).astype(x.dtype), loc)
 
 
+def _one_static_axis_index(key) -> bool:
+    """Whether ``key``'s only array index is one 1-D list or numpy array (of
+    positions, or a boolean mask of one axis): it places like a slice."""
+    arrays = [k for k in key if _is_array_index(k)]
+    return len(arrays) == 1 and isinstance(arrays[0], (np.ndarray, list)) and \
+        np.ndim(arrays[0]) == 1
+
+
 def _placed(ctx, x, key, v, loc):
-    """x with ``v`` placed at a basic index ``key``."""
+    """x with ``v`` placed at a basic index ``key`` (or one with a single 1-D
+    list of positions: numpy's order, the last of repeated positions wins)."""
     sel_shape, axes = [], []  # the shape x[key] has; per axis of x: positions or an int
     axis = 0
     for k in _expand_key(key, x.ndim, loc):
@@ -1403,8 +1414,12 @@ def _placed(ctx, x, key, v, loc):
             sel_shape.append(1)
             continue
         dim = x.shape[axis]
-        if isinstance(k, slice):
-            pos = np.arange(dim)[k]
+        if isinstance(k, (slice, np.ndarray, list)):
+            if isinstance(k, slice):
+                pos = np.arange(dim)[k]
+            else:
+                k = np.asarray(k)
+                pos = np.arange(dim)[k if k.size else k.astype(np.intp)]  # numpy's IndexError
             sel_shape.append(len(pos))
             axes.append(pos)
         else:
@@ -1430,7 +1445,7 @@ def _placed(ctx, x, key, v, loc):
         hit = np.zeros(dim, bool)
         hit[a] = True
         if isinstance(a, int) or len(a) != dim or np.any(a != np.arange(dim)):
-            if not isinstance(a, int) and len(a) > 0:  # spread the slice's values out
+            if not isinstance(a, int) and len(a) > 0:  # spread the values out (last one wins)
                 spot = np.zeros(dim, np.intp)
                 spot[a] = np.arange(len(a))
                 v = _take(ctx, v, ctx.constant(spot), ax, "clip", loc)

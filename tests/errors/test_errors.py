@@ -142,13 +142,14 @@ def test_unsupported_suggests_exclude_from_trace(opt_level):
         jit(lambda x: np.histogram(x), opt_level)(X)
 
 
-def test_item_assignment_with_integer_arrays_is_unsupported(opt_level):
+def test_item_assignment_with_index_arrays_on_two_axes_is_unsupported(opt_level):
     def f(x):
         y = x + 1
-        y[[0, 2]] = 0
+        y[[0, 2], [1, 3]] = 0
         return y
-    with pytest.raises(UnsupportedError, match=rf"item assignment with integer arrays is not "
-                                               rf"supported inside @halojit.trace \(at {HERE}\)"):
+    with pytest.raises(UnsupportedError, match=rf"item assignment with traced index arrays, or "
+                                               rf"index arrays on several axes, is not supported "
+                                               rf"inside @halojit.trace \(at {HERE}\)"):
         jit(f, opt_level)(X)
 
 

@@ -361,6 +361,11 @@ def test_namedtuple_outputs_are_rebuilt(opt_level):
         np.testing.assert_array_equal(r.parts[0], X * 2)
 
 
+def test_generator_outputs_are_refused(opt_level):
+    with pytest.raises(TraceError, match="generator"):
+        jit(lambda x: (r * 2 for r in x), opt_level)(X)
+
+
 def test_other_objects_holding_traced_arrays_are_refused(opt_level):
     class Box:
         def __init__(self, v):

@@ -34,6 +34,11 @@ CASES = {
     "empty": _set(slice(2, 2), 3.0),
     "int16-truncates": _set(0, 2.7, lambda x: (x * 10).astype(np.int16)),
     "bool": _set((slice(None), 1), True, lambda x: x > 0),
+    "row-list": _set([2, 0], np.array([[1.0] * 5, [2.0] * 5])),
+    "repeated-rows": _set(([0, 0],), np.array([[1.0] * 5, [2.0] * 5])),  # the last wins
+    "column-list": _set((slice(None), [4, -1, 1]), 7.0),
+    "static-bool-mask": _set((slice(1, 3), np.array([True, False, True, False, True])), -1.0),
+    "empty-list": _set([], 5.0),
     "traced-mask": _set(None, 0.0),  # key filled in below
     "mask-with-traced-scalar": _set(None, lambda x: x.max()),
 }
@@ -81,6 +86,13 @@ def test_item_assignment_errors_as_numpy(opt_level):
         jit(_set(0, 300, lambda x: x.astype(np.int8)), opt_level)(X)
     with pytest.raises(IndexError):
         jit(_set(7, 1.0), opt_level)(X)
+    with pytest.raises(IndexError):
+        jit(_set([1, 7], 1.0), opt_level)(X)
+    with pytest.raises(halojit.UnsupportedError, match="several axes"):
+        jit(_set(([0, 1], [2, 3]), 1.0), opt_level)(X)
+    with pytest.raises(halojit.UnsupportedError, match="traced index arrays"):
+        jit(lambda x: (lambda y: (y.__setitem__(x[:, 0].argsort(), 0.0), y)[1])(x * 1),
+            opt_level)(X)
     with pytest.raises(ValueError, match="broadcast"):
         jit(_set(0, np.ones(3)), opt_level)(X)
     with pytest.raises(ValueError, match="read-only"):
