@@ -523,14 +523,18 @@ class TracedFunction(_Dispatcher):
                                    capture_as_const=self.capture_as_const, eager=eager)
         traced = [ctx.add_input(a, v) for v, a in zip(values, avals)]
         with _recording(ctx):
-            result = self.fn(*traced, **kwargs)
-            try:
-                leaves, treedef = flatten(result, _tracer.is_array_leaf, _is_traced)
-            except TypeError as e:
-                raise TraceError(f"{self.__name__}: {e}") from None
+            leaves, treedef = self._flatten(self.fn(*traced, **kwargs))
             nodes = [ctx.as_node(x) for x in leaves]
         self._stats["traces"] += 1
         return ctx, nodes, treedef
+
+    def _flatten(self, result):
+        """(array leaves, tree) of what the function returned; an object that
+        hides traced arrays (a generator, a dataclass) is a TraceError."""
+        try:
+            return flatten(result, _tracer.is_array_leaf, _is_traced)
+        except TypeError as e:
+            raise TraceError(f"{self.__name__}: {e}") from None
 
     def _specialize(self, key, values, avals, kwargs, target=None):
         t0 = time.perf_counter()
@@ -576,11 +580,7 @@ class TracedFunction(_Dispatcher):
             self._segments = Segments(self)
         call, traced = self._segments.new_call(values, avals)
         with _recording(call.ctx):
-            result = self.fn(*traced, **kwargs)
-            try:
-                leaves, treedef = flatten(result, _tracer.is_array_leaf, _is_traced)
-            except TypeError as e:
-                raise TraceError(f"{self.__name__}: {e}") from None
+            leaves, treedef = self._flatten(self.fn(*traced, **kwargs))
             nodes = [call.ctx.as_node(x) for x in leaves]
             call.materialize(nodes)
         self._stats["hits" if call.hit else "misses"] += 1

@@ -21,7 +21,7 @@ from collections import OrderedDict
 
 from .graph import tracer as _tracer
 from .graph.interpret import interpret
-from .graph.ir import Node, make_graph
+from .graph.ir import Node, make_graph, toposort
 from .graph.passes import optimize
 
 # compiled segments kept per function, and structures remembered as seen once
@@ -110,20 +110,7 @@ class _Call:
 def _cut(outputs, known) -> tuple:
     """(a graph computing ``outputs`` from the nodes whose values are
     ``known``, which become its inputs in order, those source nodes)."""
-    order, seen = [], set()
-    for root in outputs:
-        stack = [(root, False)]
-        while stack:
-            n, done = stack.pop()
-            if done:
-                order.append(n)
-                continue
-            if id(n) in seen:
-                continue
-            seen.add(id(n))
-            stack.append((n, True))
-            if n not in known:
-                stack.extend((i, False) for i in reversed(n.inputs) if id(i) not in seen)
+    order = toposort(outputs, stop=lambda n: n in known)
     mapping, inputs, sources = {}, [], []
     for n in order:
         if n in known:

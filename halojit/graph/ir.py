@@ -158,8 +158,10 @@ class Graph:
         return format_graph(self)
 
 
-def toposort(outputs: Iterable[Node], inputs: Iterable[Node] = ()) -> tuple[Node, ...]:
-    """All nodes reachable from ``outputs`` (plus ``inputs``), producers first."""
+def toposort(outputs: Iterable[Node], inputs: Iterable[Node] = (),
+             stop=None) -> tuple[Node, ...]:
+    """All nodes reachable from ``outputs`` (plus ``inputs``), producers first;
+    the inputs of a node for which ``stop(node)`` is true are not visited."""
     order: list[Node] = []
     seen: set[int] = set()
     for root in list(inputs) + list(outputs):
@@ -173,7 +175,8 @@ def toposort(outputs: Iterable[Node], inputs: Iterable[Node] = ()) -> tuple[Node
                 continue
             seen.add(id(node))
             stack.append((node, True))
-            stack.extend((i, False) for i in reversed(node.inputs) if id(i) not in seen)
+            if stop is None or not stop(node):
+                stack.extend((i, False) for i in reversed(node.inputs) if id(i) not in seen)
     return tuple(order)
 
 

@@ -45,13 +45,13 @@ def _with_out(fn, func):
     result and then writing it into a traced ``out`` array as numpy would:
     an input refuses the write (TraceError), and a view's base sees it."""
     try:
-        if "out" not in inspect.signature(fn).parameters:
-            return fn
+        sig = inspect.signature(fn)
     except (TypeError, ValueError):
+        return fn
+    if "out" not in sig.parameters:
         return fn
     name = getattr(func, "__name__", "function")
     casting = "unsafe" if name in _IN_OUT_DTYPE else "safe" if name in _SAFE_OUT else "same_kind"
-    sig = inspect.signature(fn)
 
     @functools.wraps(fn)
     def handler(*args, **kwargs):
@@ -1230,6 +1230,15 @@ def _expand_key(key, ndim: int, loc) -> list:
     return expanded
 
 
+def _int_position(k, dim: int, axis: int, loc) -> int:
+    """An int index ``k`` into an axis of ``dim``, as a position in [0, dim)."""
+    i = int(k)
+    if not -dim <= i < dim:
+        raise IndexShapeError(f"index {i} is out of bounds for axis {axis} with size "
+                              f"{dim}{format_loc(loc)}.")
+    return i % dim
+
+
 def getitem(x, key):
     loc = user_loc()
     ctx = x._ctx
@@ -1259,11 +1268,7 @@ def getitem(x, key):
             sizes.append(n)
             out_shape.append(n)
         else:
-            i = int(k)
-            if not -dim <= i < dim:
-                raise IndexShapeError(f"index {i} is out of bounds for axis {axis} with size "
-                                      f"{dim}{format_loc(loc)}.")
-            starts.append(i % dim)
+            starts.append(_int_position(k, dim, axis, loc))
             steps.append(1)
             sizes.append(1)
         axis += 1
@@ -1423,11 +1428,7 @@ def _placed(ctx, x, key, v, loc):
             sel_shape.append(len(pos))
             axes.append(pos)
         else:
-            i = int(k)
-            if not -dim <= i < dim:
-                raise IndexShapeError(f"index {i} is out of bounds for axis {axis} with size "
-                                      f"{dim}{format_loc(loc)}.")
-            axes.append(i % dim)
+            axes.append(_int_position(k, dim, axis, loc))
         axis += 1
     while v.ndim > len(sel_shape) and v.shape[0] == 1:  # numpy drops leading 1s
         v = reshape(v, v.shape[1:])
