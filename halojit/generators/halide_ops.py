@@ -85,7 +85,22 @@ def cast(e: hl.Expr, src: np.dtype, dst: np.dtype) -> hl.Expr:
     if src.kind == "b":
         return hl.select(e, literal(1, dst), literal(0, dst))
     r = hl.cast(compute_type(dst), e)
+    if src.kind == "f" and dst.kind in "iu":
+        # Halide 21's simplifier turns reinterpret(uint, cast(int, float))
+        # (the wrapping add of halojit's signed ints, an astype to unsigned)
+        # into cast(uint, float), which LLVM makes poison for negative
+        # values: (v * 10).astype(np.int32) + 1 was wrong wherever v < 0. A
+        # select is no cast, so the fold stops here; it also gives NaN
+        # numpy's value on x86 (0 below 32 bits, else the top bit alone)
+        t = compute_type(dst)
+        return hl.select(hl.is_nan(e), _nan_as_int(t), r)
     return round_f16(r) if dst == np.float16 else r
+
+
+def _nan_as_int(t: hl.Type) -> hl.Expr:
+    if t.bits() < 32:
+        return hl.cast(t, 0)
+    return t.min() if t.is_int() else hl.cast(t, 1) << hl.cast(t, t.bits() - 1)
 
 
 # -- integer helpers --------------------------------------------------------------
