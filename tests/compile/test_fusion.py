@@ -157,3 +157,19 @@ def test_input_cap_splits_groups():
     groups = partition(g, max_inputs=8)
     assert len(groups) > 1
     assert all(len(gr.inputs) <= 8 for gr in groups)
+
+
+@pytest.mark.parametrize("shape,dtype", [((1024, 1024), np.uint8), ((4096,), np.float32)])
+def test_two_full_reductions_of_a_large_array_stay_apart(shape, dtype):
+    """x.max() - x.min(): each reduction a group the FullReduce template takes
+    (together, Adams2019 ran them 2-57x slower); small arrays stay one kernel."""
+    a = np.random.default_rng(0).integers(0, 250, shape).astype(dtype)
+    f = halojit.trace(lambda a: a.max() - a.min())
+    np.testing.assert_array_equal(f(a), a.max() - a.min(), strict=True)
+    assert len(_groups(lambda a: a.max() - a.min(), a)) == 2
+    if a.size >= 1 << 15:  # parallel kernels: FullReduce, also with two scalar outputs
+        g = halojit.trace(lambda a: (a.max() + 0.5, a.max() * 2))
+        g(a)
+        groups = [str(k) for k in f.lower(a).groups + g.lower(a).groups]
+        assert all("FullReduce" in k for k in groups), groups
+    assert len(_groups(lambda a: a.max() - a.min(), a.ravel()[:10])) == 1
