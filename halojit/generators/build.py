@@ -168,7 +168,8 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
         return default_gpu_spec(local)
     from ..schedules.col_reduce import default_params as col_default_params
     from ..schedules.templates import (elementwise_fits, full_reduce_fits, matmul_fits,
-                                      row_reduce_fits, sort_fits, stencil_chain,
+                                      row_reduce_fits, scatter_fits, sort_fits,
+                                      stencil_chain,
                                       stencil_fits, transpose_fits)
     from .compile import native_lanes
     lanes = native_lanes(target, 16)  # float32 lanes of one native vector
@@ -177,6 +178,8 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
     serial = max((n.aval.size for n in local.nodes), default=0) < SERIAL_MAX_ELEMENTS
     if sort_fits(local):
         return make_spec("Sort", {"parallel": "0"} if serial else {})
+    if scatter_fits(local):
+        return make_spec("Scatter", {"parallel": "0"} if serial else {})
     # both templates below need one output; small groups get one task (every
     # row, one strip): no parallel loop, no thread pool for tiny work
     if row_reduce_fits(local):

@@ -187,6 +187,10 @@ class Lowerer:
         (src,) = node.inputs
         return src.op == "input" or self.env[src].func is not None
 
+    def is_constant(self, node: Node) -> bool:
+        """Whether ``node`` is computed from constants alone (no input)."""
+        return all(n.op == "constant" for n in frontier(node, lambda v: True))
+
     def materialize(self, lazy: Lazy, prefix="t", cheap: bool = False) -> Lazy:
         f = hl.Func(self.fresh(prefix))
         vs = self.vars(len(lazy.shape))
@@ -761,6 +765,61 @@ def lower_sort(lw: Lowerer, node: Node, operands) -> Lazy:
     return func_lazy(out, node.shape, dt)
 
 
+def lower_scatter(lw: Lowerer, node: Node, operands) -> Lazy:
+    """A copy of the 1-D base, then one update over an RDom of the index's
+    shape, in C order: ``out(index(r)) = value(r)``, or the ufunc of the
+    element and the value computed in the ufunc's loop dtypes and cast
+    back, as numpy's unbuffered ufunc.at (repeated indices apply one after
+    another, the last assignment wins). The tracer checked the index range
+    before the call; the clamp only keeps Halide's bounds inference finite.
+
+    The positions (int32) and the values are Funcs of the index's shape,
+    which the Scatter template computes ahead of the loop, vectorized along
+    their last axis and in parallel, unless they are read from an input as
+    they are, or the values are made of constants alone: those are inlined
+    into the loop (the position Func is then no stage of its own)."""
+    base, index, *values = operands
+    dt, n, shape = node.dtype, node.shape[0], index.shape
+    (x,) = lw.vars(1)
+    f = hl.Func(lw.fresh("scatter"))
+    f[x] = base.at([x])
+    r = None
+    if n and all(shape):
+        vs = lw.vars(len(shape))
+        pos = hl.Func(lw.fresh("scatter_index"))
+        _define(pos, vs, hl.cast(hl.Int(32), hl.clamp(index.at(vs), 0, n - 1)))
+        if node.inputs[1].op != "input":
+            lw.stages.append(Stage("scatter_index", pos, shape))
+        loads = []
+        for v, vnode in zip(values, node.inputs[2:]):
+            if vnode.op == "input" or lw.is_constant(vnode):
+                loads.append(v)
+                continue
+            vf = hl.Func(lw.fresh("scatter_value"))
+            _define(vf, vs, v.at(vs))
+            lw.stages.append(Stage("scatter_value", vf, shape))
+            loads.append(func_lazy(vf, shape, v.dtype))
+        # C order: the RDom's first dimension (innermost) is numpy's last axis
+        r = hl.RDom([hl.Range(0, d) for d in reversed(shape)] or [hl.Range(0, 1)])
+        ridx = [hl.Expr(r[len(shape) - 1 - a]) for a in range(len(shape))]
+        at = _ref(pos, ridx)
+        name = node.params["ufunc"]
+        if name is None:
+            e = loads[0].at(ridx)
+        else:
+            *ins, res = (np.dtype(d) for d in node.params["loop"])
+            args = [H.cast(hl.Expr(f[at]), dt, ins[0])] + [v.at(ridx) for v in loads]
+            e = H.BINARY[name](*args) if len(args) == 2 else H.UNARY[name](*args)
+            if e.type() != H.compute_type(res):
+                e = hl.cast(H.compute_type(res), e)
+            if res == np.float16:
+                e = H.round_f16(e)
+            e = H.cast(e, res, dt)
+        f[at] = lw.strict(e)
+    lw.stages.append(Stage("scatter", f, (n,), r, shape))
+    return func_lazy(f, (n,), dt)
+
+
 # -- movement -----------------------------------------------------------------------------
 def _reshape_groups(src, dst):
     """Pair runs of non-unit dims with equal products: [(src axes, dst axes)].
@@ -1087,7 +1146,7 @@ LOWER = {
     "nanmax": lower_reduce, "nanmin": lower_reduce, "any": lower_reduce, "all": lower_reduce,
     "argmax": lower_argreduce, "argmin": lower_argreduce,
     "cumsum": lower_scan, "cumprod": lower_scan, "sort": lower_sort,
-    "argsort": lower_sort,
+    "argsort": lower_sort, "scatter": lower_scatter,
     "reshape": lower_reshape, "transpose": lower_transpose, "broadcast_to": lower_broadcast,
     "slice": lower_slice, "concatenate": lower_concatenate, "pad": lower_pad,
     "take": lower_take, "matmul": lower_matmul,

@@ -198,6 +198,9 @@ def apply_ufunc(ctx, ufunc, method, inputs, kwargs):
             len(inputs) == 2:
         a, b = (_tr(ctx, v, loc) for v in inputs)
         return ufunc(reshape(a, tuple(a.shape) + (1,) * b.ndim), b, **kwargs)
+    elif method == "at":
+        from .numpy_scatter import ufunc_at
+        return ufunc_at(ctx, ufunc, inputs, kwargs)
     elif method != "__call__":
         raise UnsupportedError(f"np.{name}.{method} is not supported inside @halojit.trace"
                                f"{format_loc(loc)}.")
@@ -1344,8 +1347,10 @@ def setitem(x, key, value):
     """``x[key] = value`` on an array made inside the trace, as a new value of
     x: basic keys (ints, slices, None, ...) place the value by a small gather
     per sliced axis and a mask; a traced boolean mask of x's shape with a
-    scalar value is np.where. ``x[key] += v`` (numpy: a write through the
-    view x[key], then this) works too."""
+    scalar value is np.where; index arrays known at call time or on several
+    axes are a scatter (numpy_scatter: numpy's order, the last of repeated
+    positions wins). ``x[key] += v`` (numpy: a write through the view
+    x[key], then this) works too."""
     loc = user_loc()
     what = "item assignment"
     if x._is_input:
@@ -1373,10 +1378,9 @@ def setitem(x, key, value):
                                    "use np.where(mask, values, x).")
         new = where(key[0], v, x)
     elif any(_is_array_index(k) for k in key) and not _one_static_axis_index(key):
-        raise UnsupportedError(
-            f"item assignment with traced index arrays, or index arrays on several axes, is "
-            f"not supported inside @halojit.trace{format_loc(loc)}; use slices, ints, one "
-            "1-D list of positions, a boolean mask and np.where, or np.concatenate.")
+        # index arrays known at call time, or on several axes: a scatter
+        from .numpy_scatter import scattered
+        new = scattered(ctx, x, key, v, loc)
     else:
         for k in key:
             if isinstance(k, (np.ndarray, list)):

@@ -770,3 +770,4 @@ from . import numpy_api as _numpy_api  # noqa: E402,F401  (installs methods and 
 from . import numpy_composite as _numpy_composite  # noqa: E402,F401  (more handlers)
 from . import numpy_search as _numpy_search  # noqa: E402,F401  (searchsorted, interp, convolve)
 from . import numpy_more as _numpy_more  # noqa: E402,F401  (stacking, isin, linalg spellings)
+from . import numpy_scatter as _numpy_scatter  # noqa: E402,F401  (histogram, ufunc.at)

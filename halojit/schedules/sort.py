@@ -38,13 +38,13 @@ def sort_fits(graph) -> bool:
     """Exactly one sort or argsort, and no reduction, scan or matmul (fusion
     keeps them out of a sort's group; a graph built otherwise takes
     Adams2019)."""
-    from ..graph.ops import LINALG, REDUCTION, REGISTRY, SCAN
+    from ..graph.ops import LINALG, REDUCTION, REGISTRY, SCAN, SCATTER
     from ..graph.ops.reduce import SORTS
     sorts = 0
     for node in graph.nodes:
         if node.op in ("input", "constant"):
             continue
-        if REGISTRY[node.op].trait in (REDUCTION, SCAN, LINALG):
+        if REGISTRY[node.op].trait in (REDUCTION, SCAN, SCATTER, LINALG):
             return False
         sorts += node.op in SORTS
     return sorts == 1

@@ -14,9 +14,10 @@ import os
 import halide as hl
 
 from ..errors import HalojitError
-from ..graph.ops.reduce import SCANS, SORTS
+from ..graph.ops.reduce import SCANS, SCATTERS, SORTS
 from .col_reduce import COL_REDUCE, apply_col_reduce, col_reduce_fits
 from .full_reduce import FULL_REDUCE, apply_full_reduce, full_reduce_fits
+from .scatter import SCATTER, apply_scatter, scatter_fits
 from .sort import SORT, apply_sort, sort_fits
 from .transpose import TRANSPOSE, apply_transpose, tile_blocks, transpose_fits
 
@@ -46,6 +47,7 @@ TEMPLATES = {
     "ColReduce": COL_REDUCE,
     "Transpose": TRANSPOSE,
     "Sort": SORT,
+    "Scatter": SCATTER,
 }
 
 
@@ -67,7 +69,7 @@ def row_reduce_fits(graph) -> bool:
         return False
     found = False
     for node in graph.nodes:
-        if node.op == "matmul" or node.op in SCANS or node.op in SORTS:
+        if node.op == "matmul" or node.op in SCANS or node.op in SORTS or node.op in SCATTERS:
             return False
         if node.op in REDUCTIONS:
             found = True
@@ -116,7 +118,8 @@ def stencil_fits(graph) -> bool:
     out = graph.outputs[0].aval
     if out.ndim != 2 or min(out.shape) <= 1:
         return False
-    if any(n.op == "matmul" or n.op in SCANS or n.op in SORTS or n.op in REDUCTIONS
+    if any(n.op == "matmul" or n.op in SCANS or n.op in SORTS or n.op in SCATTERS
+           or n.op in REDUCTIONS
            for n in graph.nodes):
         return False
     return sliced_reads(graph) >= 2
@@ -649,6 +652,7 @@ _APPLY = {
     "Elementwise": (elementwise_fits, apply_elementwise),
     "Transpose": (transpose_fits, apply_transpose),
     "Sort": (sort_fits, apply_sort),
+    "Scatter": (scatter_fits, apply_scatter),
 }
 
 

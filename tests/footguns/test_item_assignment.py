@@ -88,11 +88,6 @@ def test_item_assignment_errors_as_numpy(opt_level):
         jit(_set(7, 1.0), opt_level)(X)
     with pytest.raises(IndexError):
         jit(_set([1, 7], 1.0), opt_level)(X)
-    with pytest.raises(halojit.UnsupportedError, match="several axes"):
-        jit(_set(([0, 1], [2, 3]), 1.0), opt_level)(X)
-    with pytest.raises(halojit.UnsupportedError, match="traced index arrays"):
-        jit(lambda x: (lambda y: (y.__setitem__(x[:, 0].argsort(), 0.0), y)[1])(x * 1),
-            opt_level)(X)
     with pytest.raises(ValueError, match="broadcast"):
         jit(_set(0, np.ones(3)), opt_level)(X)
     with pytest.raises(ValueError, match="read-only"):

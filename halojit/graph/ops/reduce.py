@@ -5,7 +5,11 @@ same shape out), which fuse as reductions do; and ``sort`` and
 template's loops allow: every template's fits refuses them, so their groups
 take Adams2019. A sort is a comparator network (lowering.lower_sort) that
 shares a group with elementwise and movement ops only (fusion.py), which
-the Sort template schedules (schedules/sort.py).
+the Sort template schedules (schedules/sort.py). A ``scatter`` writes
+values into a copy of a 1-D base at positions read from an index array,
+in order (``x[idx] = v``, ``np.add.at``): a serial loop, alone in its
+group beside elementwise and movement ops, which the Scatter template
+schedules (schedules/scatter.py).
 
 The tracer casts the operand to the accumulation dtype numpy would use
 (``sum`` of int8 is int64, ``any`` works on bool), so a reduction's output
@@ -19,7 +23,7 @@ import numpy as np
 
 from ...errors import ShapeError, format_loc
 from ..ir import AbstractArray
-from . import REDUCTION, SCAN, SORT, OpDef, register
+from . import REDUCTION, SCAN, SCATTER, SORT, OpDef, register
 
 REDUCERS = {
     "sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
@@ -122,3 +126,38 @@ def _argsort_reference(arrays, params):
 # same shape and dtype out, as a scan
 register(OpDef("sort", SORT, _scan_infer, _sort_reference))
 register(OpDef("argsort", SORT, _argsort_infer, _argsort_reference))
+
+
+# -- scatter ------------------------------------------------------------------------------
+# base (n,), index (any shape) of integers in [0, n) (the tracer checks the range), values
+# of the index's shape (none for a unary ufunc): out = base.copy(), then for each position k
+# of the index in C order out[index[k]] = values[k] ("ufunc": None) or out[index[k]] =
+# ufunc(out[index[k]], values[k]) computed in the ufunc's loop dtypes ("loop": input dtypes,
+# then the output's) and cast back to base's dtype, as numpy's unbuffered ufunc.at does
+SCATTERS = ("scatter",)
+
+
+def _scatter_infer(avals, params, loc=None):
+    base, index, *values = avals
+    if base.ndim != 1 or index.dtype.kind not in "iu" or any(
+            v.shape != index.shape for v in values):
+        raise ShapeError(f"scatter: expected a 1-D base, integer indices and values of their "
+                         f"shape, got {base}, {index} and {', '.join(map(str, values))}"
+                         f"{format_loc(loc)}.")
+    return AbstractArray(base.shape, base.dtype)
+
+
+def _scatter_reference(arrays, params):
+    base, index, *values = arrays
+    out = np.array(base, copy=True)
+    index = np.ravel(index)
+    values = [np.ravel(v) for v in values]
+    name = params["ufunc"]
+    if name is None:
+        out[index] = values[0]
+    else:  # values come in the loop's input dtype, so numpy picks the same loop
+        getattr(np, name).at(out, index, *values)
+    return out
+
+
+register(OpDef("scatter", SCATTER, _scatter_infer, _scatter_reference))
