@@ -23,8 +23,8 @@ from ..runtime.cache import halide_version, is_valid_so, kernel_dir, tuning_db_p
 from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, parse_autoscheduler
 from .streaming import ALIGN, aligned_for_stream, alignable, prefetch_inputs, stream_outputs
 
-# Bump when lowering changes what a cached kernel computes.
-CODEGEN_VERSION = "44"
+# Bump when lowering or a template changes what a cached kernel computes or how.
+CODEGEN_VERSION = "45"
 # Groups whose values all have fewer elements are scheduled without parallel
 # loops: waking the thread pool costs more than it saves. Medians, 2-core VM,
 # kernel us, parallel / serial: softmax (16,1024) 22.6 / 18.6, (32,1024)

@@ -22,10 +22,6 @@ SCATTER = ({"vector": "16", "parallel": "1"},
            "outputs vectorized vector lanes wide, in parallel chunks when large "
            "(parallel=0: none); the update over the indices one serial loop")
 
-# elements of the base copy or an output per parallel task, at least
-PARALLEL_ELEMENTS = 1 << 16
-
-
 def scatter_fits(graph) -> bool:
     """Exactly one scatter, and no reduction, scan, sort or matmul (fusion
     keeps them out of a scatter's group)."""
@@ -41,38 +37,8 @@ def scatter_fits(graph) -> bool:
     return found == 1
 
 
-def _rows(f, size: int, last: int, vector: int, parallel: bool) -> str:
-    """``f`` vectorized along its last numpy axis and, when it holds at least
-    two tasks' worth of elements, parallel over chunks of rows (or of a 1-D
-    axis)."""
-    import halide as hl
-
-    from .templates import _vectorize, fuse_loops
-    args = f.args()  # Halide order: args[0] is numpy's last axis
-    if not args:
-        return f"{f.name()}: scalar"
-    x = args[0]
-    parts = []
-    if parallel and size >= 2 * PARALLEL_ELEMENTS:
-        if len(args) > 1:
-            row = fuse_loops(f, args[1], list(args[2:]), "row")
-            rows = max(1, PARALLEL_ELEMENTS // max(1, last))
-            ro, ri = hl.Var("ro"), hl.Var("ri")
-            f.split(row, ro, ri, rows, hl.TailStrategy.GuardWithIf).parallel(ro)
-            parts.append(f".split(row, ro, ri, {rows}).parallel(ro)")
-        else:
-            xo, xi = hl.Var("xo"), hl.Var("xi")
-            f.split(x, xo, xi, PARALLEL_ELEMENTS, hl.TailStrategy.GuardWithIf).parallel(xo)
-            parts.append(f".split({x.name()}, xo, xi, {PARALLEL_ELEMENTS}).parallel(xo)")
-            x = xi
-    if last >= vector:
-        _vectorize(f, x, vector)
-        parts.append(f".vectorize({x.name()}, {vector})")
-    return f.name() + "".join(parts)
-
-
 def apply_scatter(lowered, params) -> str:
-    from .templates import _int, fix_extents
+    from .templates import _int, fix_extents, schedule_rows as _rows
     vector = _int(params, "vector")
     parallel = params.get("parallel", "1") != "0"
     fix_extents(lowered)

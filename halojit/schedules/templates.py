@@ -162,6 +162,37 @@ def fuse_loops(f, var, others, prefix: str):
     return var
 
 
+# elements per parallel task of schedule_rows, at least
+ROW_TASK_ELEMENTS = 1 << 16
+
+
+def schedule_rows(f, size: int, last: int, vector: int, parallel: bool) -> str:
+    """``f`` vectorized along its last numpy axis and, when it holds at least
+    two tasks' worth of elements, parallel over chunks of rows (or of a 1-D
+    axis)."""
+    args = f.args()  # Halide order: args[0] is numpy's last axis
+    if not args:
+        return f"{f.name()}: scalar"
+    x = args[0]
+    parts = []
+    if parallel and size >= 2 * ROW_TASK_ELEMENTS:
+        if len(args) > 1:
+            row = fuse_loops(f, args[1], list(args[2:]), "row")
+            rows = max(1, ROW_TASK_ELEMENTS // max(1, last))
+            ro, ri = hl.Var("ro"), hl.Var("ri")
+            f.split(row, ro, ri, rows, hl.TailStrategy.GuardWithIf).parallel(ro)
+            parts.append(f".split(row, ro, ri, {rows}).parallel(ro)")
+        else:
+            xo, xi = hl.Var("xo"), hl.Var("xi")
+            f.split(x, xo, xi, ROW_TASK_ELEMENTS, hl.TailStrategy.GuardWithIf).parallel(xo)
+            parts.append(f".split({x.name()}, xo, xi, {ROW_TASK_ELEMENTS}).parallel(xo)")
+            x = xi
+    if last >= vector:
+        _vectorize(f, x, vector)
+        parts.append(f".vectorize({x.name()}, {vector})")
+    return f.name() + "".join(parts)
+
+
 def _int(params, key):
     try:
         v = int(params[key])

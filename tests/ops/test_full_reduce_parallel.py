@@ -124,3 +124,22 @@ def test_interleaved_chunks_match_numpy(op, inter):
         assert np.isnan(f(y))
         y[row, 999] = -np.inf if op == "max" else np.inf
         np.testing.assert_equal(f(y), getattr(y, op)())
+
+
+@pytest.mark.parametrize("shape", [(100003,), (300, 257)])
+@pytest.mark.parametrize("fn", [lambda x: x / x.sum(), lambda x: x - x.min(),
+                                lambda x: (x - x.mean(), x.mean() * 2)], ids=["div-sum", "sub-min",
+                                                                        "two-outputs"])
+def test_array_sized_outputs_are_vectorized_rows(shape, fn):
+    """The second pass over the array (x / x.sum()) is scheduled, not left
+    serial and scalar: numpy's values, and a vectorized output loop."""
+    x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+    f = halojit.trace(fn)
+    got, want = f(x), fn(x)
+    for g, w in zip(got if isinstance(got, tuple) else (got,),
+                    want if isinstance(want, tuple) else (want,)):
+        np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-7)
+    (group,) = f.lower(x).groups
+    assert group.scheduler.startswith("FullReduce"), group
+    assert "out0.vectorize" in group.schedule.replace("\n", " ").replace(
+        group.kernel + "_out0", "out0"), group.schedule
