@@ -395,6 +395,49 @@ def _ref(f, out_vars, tuple_valued=False):
     return r if tuple_valued else hl.Expr(r)
 
 
+_func_ref = _ref
+
+
+def _arg_reducer(op, dt, n: int):
+    """(value type, init pair, combine, step) of argmax/argmin as a reduction of
+    (value, position) pairs: the better value wins, a tie the lower
+    position, so pairs combine in any order (per-lane partials, parallel
+    chunks) and give numpy's first occurrence. NaN is best (numpy returns
+    the first NaN); the init holds position n, past every element, with the
+    worst value, so that any element replaces it. Positions are int32."""
+    dt = np.dtype(dt)
+    if dt.kind == "b":  # as uint8 0 and 1: vectors of Halide bools stored wrong
+        dt = np.dtype(np.uint8)
+    ct = H.compute_type(dt)
+    if dt.kind == "f":
+        worst = H.literal(-np.inf if op == "argmax" else np.inf, dt)
+    else:
+        info = np.iinfo(dt)
+        worst = H.literal(info.min if op == "argmax" else info.max, dt)
+
+    def ahead(a, b):  # whether value a beats value b outright
+        return a > b if op == "argmax" else a < b
+
+    def combine(acc, v):
+        (av, ai), (bv, bi) = acc, v
+        if dt.kind == "f":
+            an, bn = hl.is_nan(av), hl.is_nan(bv)
+            tie = (av == bv) | (an & bn)
+            wins = (bn & ~an) | (~an & ahead(bv, av)) | (tie & (bi < ai))
+        else:
+            wins = ahead(bv, av) | ((av == bv) & (bi < ai))
+        return (hl.select(wins, bv, av), hl.select(wins, bi, ai))
+
+    def step(acc, v):  # v's position is after acc's: only a better value wins
+        (av, ai), (bv, bi) = acc, v
+        if dt.kind == "f":
+            wins = ~hl.is_nan(av) & (hl.is_nan(bv) | ahead(bv, av))
+        else:
+            wins = ahead(bv, av)
+        return (hl.select(wins, bv, av), hl.select(wins, bi, ai))
+    return ct, (worst, hl.i32(n)), combine, step
+
+
 def _nan_pick(op):
     """combine(acc, v) of a float max/min reduction, two compares and a
     blend per vector; ties keep the accumulator.
@@ -452,7 +495,12 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
     axes = node.params["axes"]
     if not axes:
         return x  # axis=() or a 0-d operand: every reduction is the identity
-    ct, init, combine = _reducer(op, dt)
+    arg = op in ("argmax", "argmin")
+    step = None
+    if arg:  # (value, position) pairs, combined in any order (_arg_reducer)
+        ct, init, combine, step = _arg_reducer(op, x.dtype, x.shape[axes[0]])
+    else:
+        ct, init, combine = _reducer(op, dt)
     last = len(x.shape) - 1
     if lw.col_chunks and last not in axes:
         return lower_col_reduce(lw, node, x, ct, init, combine)
@@ -462,7 +510,13 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
     _define(f, out_vars, init)
 
     def value(idx):
+        if arg:
+            return (hl.cast(ct, x.at(idx)), hl.cast(hl.Int(32), idx[axes[0]]))
         return H.opaque(hl.cast(ct, x.at(idx)))
+
+    def _ref(g, v):  # a pair's Exprs for an arg-reduction
+        r = _func_ref(g, v, tuple_valued=arg)
+        return (hl.Expr(r[0]), hl.Expr(r[1])) if arg else r
 
     def src_index(rvars):
         return _src_index(len(x.shape), rvars, out_vars, node.params["keepdims"])
@@ -506,13 +560,22 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
             rk = hl.RDom([hl.Range(0, per)] + [hl.Range(0, x.shape[a]) for a in reversed(outer)])
             rvars = {last: (chunk * per + rk[0]) * lanes + lane}
             rvars.update({a: rk[1 + k] for k, a in enumerate(reversed(outer))})
+            start = {last: chunk * per * lanes + lane}
         else:
             chunks = 1
             pvars = out_vars + [lane]
             rk = hl.RDom([hl.Range(0, vecs)])
             rvars = {last: rk.x * lanes + lane}
-        _define(part, pvars, init)
-        _define(part, pvars, combine(_ref(part, pvars), value(src_index(rvars))))
+            start = {last: lane}
+        if arg:
+            # a lane's pairs come in position order: it starts from its first
+            # element and keeps the earlier of equals without comparing
+            # positions (``step``), a few vector ops fewer per element
+            _define(part, pvars, value(src_index(start)))
+            _define(part, pvars, step(_ref(part, pvars), value(src_index(rvars))))
+        else:
+            _define(part, pvars, init)
+            _define(part, pvars, combine(_ref(part, pvars), value(src_index(rvars))))
         if gpu_full:
             # each chunk's lanes first (one block: shared memory), then the
             # chunks: no GPU thread runs a loop over every partial
@@ -542,6 +605,9 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
         rvars = {a: rdom[k] for k, a in enumerate(reversed(axes))}
         _define(f, out_vars, combine(_ref(f, out_vars), value(src_index(rvars))))
     lw.stages.append(Stage("reduce", f, node.shape, rdom, x.shape))
+    if arg:
+        return func_lazy(f, node.shape, dt, component=1,
+                         convert=lambda e: hl.cast(hl.Int(64), e))
     return func_lazy(f, node.shape, dt, convert=_wide_convert(ct, dt))
 
 
@@ -605,6 +671,10 @@ def lower_col_reduce(lw: Lowerer, node: Node, x: Lazy, ct, init, combine) -> Laz
 
 
 def lower_argreduce(lw: Lowerer, node: Node, operands) -> Lazy:
+    """argmax/argmin as one serial loop per output, for GPU targets (whose
+    templates know this "argreduce" stage); CPU targets lower them as
+    reductions of (value, position) pairs (lower_reduce, _arg_reducer),
+    with per-lane partials and parallel chunks as other reductions."""
     (x,) = operands
     out_vars, rdom, idx = _reduce_setup(lw, node, x)
     (axis,) = node.params["axes"]
@@ -1144,7 +1214,10 @@ def lower_matmul_blocked(lw, node, a, b, block):
 LOWER = {
     "sum": lower_reduce, "prod": lower_reduce, "max": lower_reduce, "min": lower_reduce,
     "nanmax": lower_reduce, "nanmin": lower_reduce, "any": lower_reduce, "all": lower_reduce,
-    "argmax": lower_argreduce, "argmin": lower_argreduce,
+    "argmax": lambda lw, node, operands: (lower_argreduce if lw.gpu else lower_reduce)(
+        lw, node, operands),
+    "argmin": lambda lw, node, operands: (lower_argreduce if lw.gpu else lower_reduce)(
+        lw, node, operands),
     "cumsum": lower_scan, "cumprod": lower_scan, "sort": lower_sort,
     "argsort": lower_sort, "scatter": lower_scatter,
     "reshape": lower_reshape, "transpose": lower_transpose, "broadcast_to": lower_broadcast,

@@ -23,18 +23,20 @@ FULL_REDUCE = ({"interleave": "0"},
 
 
 def full_reduce_fits(graph) -> bool:
-    """One reduction (no argmax/argmin, no matmul) that lowering chunks
+    """One reduction (argmax/argmin too; no matmul) that lowering chunks
     (generators.chunks.chunking) into at most CHUNKS outputs; the other
     nodes elementwise or movement (inlined into the partials or the
     outputs), any number of outputs (a histogram's max and max + 0.5; x -
     x.mean() beside the mean). Adams2019 took a (1024, 1024) uint8 max with
     two scalar outputs in 23.6 ms, this template 0.03."""
     from ..generators.chunks import CHUNKS, chunking
+    from ..graph.ops.reduce import ARG_REDUCERS
     found = None
     for node in graph.nodes:
-        if node.op in UNCHUNKED_OPS:
+        arg = node.op in ARG_REDUCERS  # (value, position) pairs, chunked as sums are
+        if node.op in UNCHUNKED_OPS and not arg:
             return False
-        if node.op in CHUNKED_OPS:
+        if node.op in CHUNKED_OPS or arg:
             if found is not None:
                 return False
             found = node

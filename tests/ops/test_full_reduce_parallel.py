@@ -2,6 +2,8 @@
 chunks (generators.chunks.chunking) that run as parallel tasks; results must stay as
 accurate as the serial lanes were (float32 sums accumulate in float64)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -141,5 +143,4 @@ def test_array_sized_outputs_are_vectorized_rows(shape, fn):
         np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-7)
     (group,) = f.lower(x).groups
     assert group.scheduler.startswith("FullReduce"), group
-    assert "out0.vectorize" in group.schedule.replace("\n", " ").replace(
-        group.kernel + "_out0", "out0"), group.schedule
+    assert re.search(r"_out0(\$\d+)?\.vectorize", group.schedule), group.schedule
