@@ -242,3 +242,21 @@ def test_nested_transcendentals_compile(fn, shape, dtype):
     assert got.dtype == want.dtype and got.shape == want.shape
     rtol = 4e-3 if dtype == np.float16 else 1e-4  # exp(exp(.)) magnifies an ulp ~e-fold
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol)
+
+
+def test_float64_cbrt_within_1_ulp_of_numpy():
+    """halide_ops._cbrt: hl.pow and one Newton step were off by 847 ulp at
+    2**63 and by 371091 at 1e-300."""
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 2**63 - 1, 50000, dtype=np.int64).view(np.float64)  # every exponent
+    edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 2.0**63, 1e-300, -1000.0, 27.0,
+                      5e-324, -1e-310, 2.2250738585072014e-308, 1.7976931348623157e308,
+                      2.0**1000, 2.0**1001, -(2.0**-1022)])
+    x = np.concatenate([edges, x, -x[:5000]])
+    got, want = halojit.trace(lambda x: np.cbrt(x))(x), np.cbrt(x)
+    assert got.dtype == np.float64
+    finite = np.isfinite(want) & (want != 0)
+    ulps = np.abs(got[finite] - want[finite]) / np.spacing(np.abs(want[finite]))
+    assert ulps.max() <= 1, x[finite][np.argmax(ulps)]
+    np.testing.assert_array_equal(got[~finite], want[~finite])
+    assert np.array_equal(np.signbit(got), np.signbit(want))
