@@ -196,9 +196,11 @@ def test_full_reduction_combines_chunks_per_block():
     (g,) = lo.groups
     assert "gpu_blocks(chunk)" in g.schedule and ".gpu_threads(lane)" in g.schedule, g.schedule
     assert entries(g.ptx) == 3, g.schedule  # the chunk sums' init and update, then the total
-    # two full reductions in one group: each partial computed at its own chunk sums
+    # two full reductions of a large array stay in groups of their own (fusion's
+    # full_reduction), each a GpuReduce kernel, the add joining the second
     lo = lower(lambda x: x.sum() + np.nanmax(x), _data("float32", (1000, 1030)))
     check_lowered(lo, "sum + nanmax")
-    (g,) = lo.groups
-    assert g.scheduler.startswith("GpuReduce") and g.schedule.count("gpu_threads(lane)") == 2, \
-        g.schedule
+    assert len(lo.groups) == 2, lo.groups
+    for g in lo.groups:
+        assert g.scheduler.startswith("GpuReduce") and "gpu_threads(lane)" in g.schedule, \
+            g.schedule
