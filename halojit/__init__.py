@@ -24,8 +24,8 @@ from . import cuda, errors
 from .api import TracedFunction, trace
 from .config import get_config as config
 from .errors import (ArtifactError, CompileError, DeviceError, DomainError, DTypeError,
-                     HalojitError, IndexOutOfBoundsError, IndexShapeError, ShapeError, TraceError,
-                     TraceWarning, UnsupportedError)
+                     HalojitError, IndexOutOfBoundsError, IndexShapeError, IndexTypeError,
+                     ShapeError, TraceError, TraceWarning, UnsupportedError)
 from .graph.tracer import exclude_from_trace
 
 __version__ = "0.1.0"
@@ -44,5 +44,5 @@ __all__ = [
     "trace", "load", "exclude_from_trace", "config", "TracedFunction", "errors",
     "HalojitError", "TraceError", "TraceWarning", "ShapeError", "DTypeError",
     "UnsupportedError", "CompileError", "ArtifactError", "DomainError", "IndexOutOfBoundsError",
-    "IndexShapeError", "__version__",
+    "IndexShapeError", "IndexTypeError", "__version__",
 ]

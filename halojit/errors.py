@@ -74,6 +74,16 @@ class DTypeError(HalojitError, TypeError):
     """
 
 
+class IndexTypeError(DTypeError, IndexError):
+    """An index array of a dtype numpy does not index with: a DTypeError that
+    is also numpy's IndexError ("arrays used as indices must be of integer
+    (or boolean) type"), so ``except IndexError`` works as with numpy.
+
+    Example: ``x[idx.astype(float)]``; ``y[idx * 0.5] = 1``.
+    Fix: cast the indices to an integer dtype (``.astype(np.intp)``).
+    """
+
+
 class UnsupportedError(HalojitError, NotImplementedError):
     """A numpy function or argument that halojit does not trace.
 

@@ -11,7 +11,8 @@ import inspect
 
 import numpy as np
 
-from ..errors import (DTypeError, IndexOutOfBoundsError, IndexShapeError, ShapeError,
+from ..errors import (DTypeError, IndexOutOfBoundsError, IndexShapeError, IndexTypeError,
+                      ShapeError,
                       TraceError, UnsupportedError, format_loc)
 from .ops import broadcast_shapes, normalize_axes, normalize_axis
 from .ops.elementwise import UFUNCS, resolve_ufunc
@@ -1315,12 +1316,12 @@ def _advanced_getitem(ctx, x, key, loc):
         r = transpose(r, tuple(adv) + tuple(ax for ax in range(r.ndim) if ax not in adv))
         first = 0
     merged = reshape(r, r.shape[:first] + (int(np.prod(sizes)),) + r.shape[first + len(adv):])
+    shape = index_broadcast_shape([() if _is_int_index(entries[ax]) else entries[ax].shape
+                                   for ax in adv], loc)
     flat = None
     for ax, size in zip(adv, sizes):
         pos = _position(ctx, entries[ax], size, ax, len(adv) == 1, loc)
         flat = pos if flat is None else flat * size + pos
-    shape = broadcast_shapes([() if _is_int_index(entries[ax]) else entries[ax].shape
-                              for ax in adv], "indexing", loc)
     flat = broadcast_to(_tr(ctx, flat, loc), shape)
     return ctx.emit("take", [merged, flat], {"axis": first, "mode": "raise", "along": False}, loc)
 
@@ -1475,16 +1476,34 @@ def _index_node(ctx, indices, fname, loc):
             arr = arr.astype(np.intp)  # numpy accepts an empty list as indices
         node = ctx.constant(arr) if arr.dtype.kind in "iub" else None
         if node is None:
-            raise DTypeError(f"{fname}: indices must be integers, got {arr.dtype}"
-                             f"{format_loc(loc)}.")
+            raise _index_dtype_error(fname, arr.dtype, loc)
     if node.dtype.kind == "b":
         raise UnsupportedError(
             f"{fname}: boolean mask indexing gives a result whose shape depends on the "
             f"values, which a static trace cannot have{format_loc(loc)}; use "
             "np.where(mask, x, fill) instead (np.where(mask, x, 0).sum() for a masked sum).")
     if node.dtype.kind not in "iu":
-        raise DTypeError(f"{fname}: indices must be integers, got {node.dtype}{format_loc(loc)}.")
+        raise _index_dtype_error(fname, node.dtype, loc)
     return node
+
+
+def _index_dtype_error(fname, dtype, loc):
+    """numpy's IndexError for float index arrays in ``x[...]`` (a TypeError
+    in np.take and friends)."""
+    if fname == "indexing":
+        return IndexTypeError(f"arrays used as indices must be of integer (or boolean) type, "
+                              f"got {dtype}{format_loc(loc)}.")
+    return DTypeError(f"{fname}: indices must be integers, got {dtype}{format_loc(loc)}.")
+
+
+def index_broadcast_shape(shapes, loc) -> tuple:
+    """The shape index arrays broadcast to, or numpy's IndexError."""
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        given = " ".join(str(tuple(s)) for s in shapes)
+        raise IndexShapeError(f"shape mismatch: indexing arrays could not be broadcast together "
+                              f"with shapes {given}{format_loc(loc)}.") from None
 
 
 def _bounded_by(node, n: int) -> bool:

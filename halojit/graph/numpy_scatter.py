@@ -23,10 +23,9 @@ import warnings
 import numpy as np
 
 from ..errors import DTypeError, ShapeError, TraceError, UnsupportedError, format_loc
-from .numpy_api import (_array, _ctx_of, _expand_key, _index_node, _is_array_index, _position,
-                        _take, _tr, astype, broadcast_to, getitem, implements, ravel, reshape,
-                        where)
-from .ops import broadcast_shapes
+from .numpy_api import (_array, _ctx_of, _expand_key, _index_node, _is_array_index, _is_int_index,
+                        _position, _take, _tr, astype, broadcast_to, getitem, implements,
+                        index_broadcast_shape, ravel, reshape, where)
 from .ops.elementwise import UFUNCS, resolve_ufunc
 from .tracer import TracedArray, user_loc
 
@@ -54,17 +53,15 @@ def positions(ctx, x, key, loc):
 def _flat_positions(ctx, x, entries, loc):
     """An index array (or an int) on every axis: the flat position is their
     arithmetic, each range-checked and wrapped where negative, no gather."""
-    flat, stride, shapes = None, 1, []
+    nodes = [_index_node(ctx, k, "indexing", loc) if _is_array_index(k) else k for k in entries]
+    shape = index_broadcast_shape([k.shape for k in nodes if not _is_int_index(k)], loc)
+    flat, stride = None, 1
     for ax in reversed(range(x.ndim)):
-        k = entries[ax]
-        if _is_array_index(k):
-            k = _index_node(ctx, k, "indexing", loc)
-            shapes.append(k.shape)
+        k = nodes[ax]
         term = _position(ctx, k, x.shape[ax], ax, False, loc)
         term = term * stride if stride != 1 else term
         flat = term if flat is None else term + flat
         stride *= x.shape[ax]
-    shape = broadcast_shapes(shapes, "indexing", loc)
     return broadcast_to(astype(_tr(ctx, flat, loc), np.int64), shape)
 
 
@@ -99,7 +96,9 @@ def ufunc_at(ctx, ufunc, inputs, kwargs):
     """``ufunc.at(a, indices[, b])`` into an array made inside the trace:
     numpy's unbuffered in-place application (a repeated index applies the
     ufunc once per occurrence, in order), computed in the ufunc's loop
-    dtypes and cast back to ``a``'s dtype (casting='same_kind')."""
+    dtypes and cast back to ``a``'s dtype unsafely, as numpy's ufunc.at
+    does (np.add.at of 1.5 into int64 adds 1). A Python scalar ``b`` is an
+    array first, as numpy makes it: 300 added into uint8 wraps to 44."""
     loc = user_loc()
     name = ufunc.__name__
     what = f"np.{name}.at"
@@ -124,14 +123,16 @@ def ufunc_at(ctx, ufunc, inputs, kwargs):
     key = indices if isinstance(indices, tuple) else (indices,)
     value = None
     if b:
-        b_node = ctx.as_node(b[0], loc)
+        v = b[0] if isinstance(b[0], TracedArray) else np.asarray(b[0])
+        b_node = ctx.as_node(v, loc)
         in_dts, out_dt, _ = resolve_ufunc(name, [a._node.aval, b_node.aval], loc)
         value = TracedArray(ctx.cast(b_node, in_dts[1], loc), ctx)
     else:
         in_dts, out_dt, _ = resolve_ufunc(name, [a._node.aval], loc)
-    if not np.can_cast(out_dt, a.dtype, "same_kind"):
-        raise DTypeError(f"{what}: cannot cast ufunc '{name}' output from {out_dt} to "
-                         f"{a.dtype} with casting rule 'same_kind'{format_loc(loc)}, as numpy.")
+    if name == "power" and out_dt.kind in "iu":
+        raise UnsupportedError(f"{what} on integers is not supported inside @halojit.trace"
+                               f"{format_loc(loc)}; use `h[idx] **= k` (one power per "
+                               "distinct position) or a float array.")
     new = scattered(ctx, a, key, value, loc, name, (*in_dts, out_dt))
     a._assign(new, what)
 
@@ -186,7 +187,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
             f"np.histogram(bins={bins!r}) is not supported inside @halojit.trace"
             f"{format_loc(loc)}: the number of bins would depend on the values. Pass a number "
             "of bins or the bin edges.")
-    if isinstance(range, TracedArray) or any(isinstance(r, TracedArray) for r in range or ()):
+    if isinstance(range, TracedArray) or any(
+            isinstance(r, TracedArray) for r in (() if range is None else range)):
         raise UnsupportedError(f"np.histogram: a range computed inside the trace is not "
                                f"supported{format_loc(loc)}; pass numbers or range=None.")
     if np.ndim(bins) == 0:
@@ -207,7 +209,10 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         bin_index, edges, n = _given_edges(ctx, a, bins, loc)
     else:
         raise ValueError("`bins` must be 1d, when an array")
-    counts = _count(ctx, bin_index, n, w, loc)
+    if bin_index is None:  # fewer than two edges
+        counts = _tr(ctx, np.zeros(0, np.intp if w is None else w.dtype), loc)
+    else:
+        counts = _count(ctx, bin_index, n, w, loc)
     if density:
         db = astype(np.diff(edges), np.float64)
         return counts / db / counts.sum(), edges
@@ -314,9 +319,9 @@ def _given_edges(ctx, a, bins, loc):
     elif np.any(edges[:-1] > edges[1:]):
         raise ValueError("`bins` must increase monotonically, when an array")
     n = edges.shape[0] - 1
-    if n < 1:
-        raise ValueError(f"np.histogram: expected at least 2 bin edges, got {edges.shape[0]}.")
     edges = _tr(ctx, edges, loc)
+    if n < 1:  # numpy: no bins, no counts
+        return None, edges, max(n, 0)
     keep = (a >= edges[0]) & (a <= edges[-1])
     index = np.searchsorted(edges, a, side="right") - 1
     index = where(index == n, n - 1, index)

@@ -163,8 +163,10 @@ def test_errors_at_trace_time():
         halojit.trace(lambda x: x[[1, 9]])(X)
     with pytest.raises(halojit.IndexOutOfBoundsError, match="index -8 is out of bounds"):
         halojit.trace(lambda x, i: x[i, -8])(X, I)
+    with pytest.raises(halojit.IndexTypeError, match="must be of integer .* got float64"):
+        halojit.trace(lambda x: x[np.array([1.0])])(X)  # a DTypeError and numpy's IndexError
     with pytest.raises(halojit.DTypeError, match="indices must be integers, got float64"):
-        halojit.trace(lambda x: x[np.array([1.0])])(X)
+        halojit.trace(lambda x: np.take(x, np.array([1.0])))(X)
     with pytest.raises(halojit.UnsupportedError, match="boolean mask"):
         halojit.trace(lambda x: x[x > 0])(X)
     with pytest.raises(halojit.UnsupportedError, match="None"):

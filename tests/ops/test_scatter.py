@@ -84,6 +84,20 @@ def test_index_out_of_bounds_raises_at_every_call(opt_level):
             f(X, ROWS, bad, V9)
 
 
+def test_index_errors_are_numpys_index_errors(opt_level):
+    four, three = np.array([0, 1, 2, 0]), np.array([0, 1, 2])
+    with pytest.raises(IndexError, match="shape mismatch: indexing arrays could not be broadcast"):
+        jit(_assign(lambda r, c: (four, three), lambda x, v: 1.0), opt_level)(X, ROWS, COLS, V9)
+    with pytest.raises(IndexError, match="shape mismatch"):
+        jit(lambda x: x[four, three], opt_level)(X)
+    with pytest.raises(IndexError, match="integer"):
+        jit(lambda x, r: x[r * 0.5], opt_level)(X, ROWS)
+    with pytest.raises(IndexError, match="integer"):
+        jit(_at(np.add, lambda r, c: r / 2), opt_level)(X, ROWS, COLS, V9)
+    with pytest.raises(IndexError, match="out of bounds"):  # numpy's AxisError is one too
+        jit(lambda x: x.argmax(axis=2), opt_level)(X)
+
+
 def test_assignment_errors_as_numpy(opt_level):
     with pytest.raises(ValueError, match="shape mismatch"):
         jit(_assign(lambda r, c: (r, c), lambda x, v: v[:4]), opt_level)(X, ROWS, COLS, V9)
@@ -126,6 +140,13 @@ AT = {
     "uint8-bitwise": _at(np.bitwise_xor, lambda r, c: (r, c),
                          lambda x: (np.abs(x) * 50).astype(np.uint8), lambda x, v: 0x5A),
     "0-d-key": _at(np.add, lambda r, c: (2, 3), value_of=lambda x, v: 5.0),
+    # numpy's ufunc.at casts back unsafely, and makes a Python scalar an array first
+    "float-into-int64": _at(np.add, lambda r, c: (r, c), lambda x: (x * 10).astype(np.int64),
+                            lambda x, v: v * 3),
+    "300-into-uint8-wraps": _at(np.add, lambda r, c: (r, c),
+                                lambda x: (np.abs(x) * 9).astype(np.uint8), lambda x, v: 300),
+    "sqrt-into-int32": _at(np.sqrt, lambda r, c: (r, c), lambda x: (np.abs(x) * 50).astype(np.int32),
+                           None),
 }
 
 
@@ -148,9 +169,11 @@ def test_add_at_counts_into_zeros_like(opt_level):
 
 
 def test_ufunc_at_errors(opt_level):
-    with pytest.raises(DTypeError, match="same_kind"):
-        jit(_at(np.add, make=lambda x: (x * 10).astype(np.int32),
-                value_of=lambda x, v: v[:, None]), opt_level)(X, ROWS, COLS, V9)
+    with pytest.raises(UnsupportedError, match="np.power.at on integers"):
+        jit(_at(np.power, make=lambda x: (x * 10).astype(np.int32),
+                value_of=lambda x, v: 2), opt_level)(X, ROWS, COLS, V9)
+    with pytest.raises(DTypeError):  # no bitwise loop for floats, as numpy's TypeError
+        jit(_at(np.bitwise_or, value_of=lambda x, v: 1.5), opt_level)(X, ROWS, COLS, V9)
     with pytest.raises(UnsupportedError, match="np.zeros_like"):
         jit(lambda r, v: np.add.at(np.zeros(6), r, v), opt_level)(ROWS, V9)
     with pytest.raises(TraceError, match="input"):
@@ -186,6 +209,9 @@ HIST = {
     "float16-range": (lambda a: np.histogram(a, bins=9, range=(-1, 1)), (F16,)),
     "empty": (lambda a: np.histogram(a[:0], bins=4), (VALS,)),
     "non-contiguous": (lambda a: np.histogram(a.T[::2], bins=6), (IMG,)),
+    "one-edge": (lambda a: np.histogram(a, bins=np.array([1.0])), (VALS,)),
+    "no-edges-density": (lambda a: np.histogram(a, bins=np.array([]), density=True), (VALS,)),
+    "range-as-array": (lambda a: np.histogram(a, 3, range=np.array([0, 4.0])), (I16,)),
 }
 
 
