@@ -108,6 +108,15 @@ def test_numpy_converting_a_traced_value_is_a_trace_error(fn, opt_level):
         jit(fn, opt_level)(X)
 
 
+def test_writing_traced_values_into_a_numpy_array_points_at_zeros_like(opt_level):
+    def f(x):
+        h = np.zeros(4)
+        h[x[:, 0].astype(np.int64) % 4] = 1.0  # numpy's setitem converts the traced index
+        return h
+    with pytest.raises(TraceError, match=rf"\(at {HERE}\).*a\[idx\] = v.*np\.zeros_like"):
+        jit(f, opt_level)(X)
+
+
 # -- unsupported numpy ---------------------------------------------------------------------
 @pytest.mark.parametrize("fn,name", [
     (lambda x: np.linalg.svd(x), "np.linalg.svd"),
