@@ -79,6 +79,20 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
         return any(REGISTRY[m.op].trait == REDUCTION and m.aval.size == 1
                    and m.inputs[0].aval.size >= FULL_REDUCE_MIN for m in g.nodes)
 
+    def after_full(g) -> bool:
+        """Whether ``n`` (the node being placed) is a large value that reads
+        only one-element values of ``g``, a group reducing a large array to
+        one value: ``x - x.mean()`` inside ``x.var()``, ``x > x.min()``. It
+        starts a group of its own (a second pass over the data), so that a
+        reduction of it is never chained behind the first in one kernel:
+        Adams2019 scheduled x / x.std() of 2**20 float32 so that it read
+        its input at -8 (a crash), and (x > x.min()).mean() of (1024,
+        1024) uint8 took 18.9 ms, numpy 0.60."""
+        if n.aval.size < FULL_REDUCE_MIN or not full_reduction(g):
+            return False
+        members = set(g.nodes)
+        return all(i.aval.size == 1 for i in n.inputs if i in members)
+
     def is_prologue(g, n):
         """A reduction-free group read only by ``n``: a matmul absorbs it
         (a transpose or cast of its operand costs nothing inside the loop)."""
@@ -127,7 +141,7 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
         elif feeds_matmul_alone(n, producers):
             candidates = []
         else:
-            candidates = [g for g in producers if can_join(g)]
+            candidates = [g for g in producers if can_join(g) and not after_full(g)]
         # try joining all candidate groups at once, then each alone, largest first
         subsets = [candidates] if len(candidates) > 1 else []
         subsets += [[c] for c in sorted(candidates, key=lambda g: -len(g.nodes))]

@@ -292,7 +292,8 @@ def _mean(ctx, x, axes, keepdims, dtype, loc, mask=None):
         np.dtype(np.float64) if x.dtype.kind in "biu" else x.dtype)
     if mask is None:
         s = reduction("sum", x, axes, keepdims, acc)
-        r = ctx.ufunc("divide", (s, _count(x.shape, axes)), loc)
+        # numpy divides by an intp count (strong): in float64 for a float32 sum
+        r = ctx.ufunc("divide", (s, np.intp(_count(x.shape, axes))), loc)
     else:  # numpy divides by the mask's intp count: float64 for a float32 sum, then cast back
         s = reduction("sum", _masked_fill(x, mask, 0), axes, keepdims, acc)
         r = ctx.ufunc("divide", (s, reduction("sum", mask, axes, keepdims, np.intp)), loc)
@@ -304,7 +305,9 @@ def _var(ctx, x, axes, keepdims, dtype, ddof, loc, mask=None):
     acc = np.dtype(dtype) if dtype is not None else (
         np.dtype(np.float64) if x.dtype.kind in "biu" else None)
     if mask is None:
-        n = n_kept = _count(x.shape, axes)
+        # an intp count, as numpy's: float16 / 65536 divides in float64, where
+        # a weak Python int made the count float16 inf (and the variance 0)
+        n = n_kept = np.intp(_count(x.shape, axes))
         xm = x
     else:
         n = reduction("sum", mask, axes, True, np.intp)
@@ -317,7 +320,7 @@ def _var(ctx, x, axes, keepdims, dtype, ddof, loc, mask=None):
     if mask is not None:
         d = _masked_fill(d, mask, 0)
     s = reduction("sum", d, axes, keepdims, acc if acc is not None else d.dtype)
-    denom = max(n_kept - ddof, 0) if mask is None else np.maximum(n_kept - ddof, 0)
+    denom = np.intp(max(n_kept - ddof, 0)) if mask is None else np.maximum(n_kept - ddof, 0)
     return (s / denom).astype(s.dtype)
 
 

@@ -173,3 +173,22 @@ def test_two_full_reductions_of_a_large_array_stay_apart(shape, dtype):
         groups = [str(k) for k in f.lower(a).groups + g.lower(a).groups]
         assert all("FullReduce" in k for k in groups), groups
     assert len(_groups(lambda a: a.max() - a.min(), a.ravel()[:10])) == 1
+
+
+@pytest.mark.parametrize("fn", [lambda a: a / a.std(), lambda a: (a > a.min()).mean(),
+                                lambda a: a - a.var(keepdims=True)],
+                         ids=["x/std", "above-min-mean", "x-var"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.uint8])
+def test_a_reduction_chained_behind_a_full_reduction_is_its_own_kernel(fn, dtype):
+    """x.var() reduces x - x.mean(): the large value reading only the mean
+    starts a group of its own, so the second reduction is never chained
+    behind the first in one kernel (Adams2019 read the input at -8 there,
+    a crash, for x / x.std() of 2**20 float32; 32768 float16)."""
+    a = (np.random.default_rng(1).random(1 << 15) * 4).astype(dtype)
+    with np.errstate(all="ignore"):
+        want = fn(a)
+    got = halojit.trace(fn)(a)
+    np.testing.assert_allclose(got, want, rtol=2e-3 if dtype == np.float16 else 1e-5, atol=1e-6)
+    if dtype != np.uint8:  # uint8: the float64 cast of x is shared by both reductions and stays
+        assert not any(len([m for m in g.nodes if m.op in ("sum", "min")]) > 1
+                       for g in _groups(fn, a))

@@ -129,12 +129,15 @@ def test_interleaved_chunks_match_numpy(op, inter):
 
 
 @pytest.mark.parametrize("shape", [(100003,), (300, 257)])
-@pytest.mark.parametrize("fn", [lambda x: x / x.sum(), lambda x: x - x.min(),
-                                lambda x: (x - x.mean(), x.mean() * 2)], ids=["div-sum", "sub-min",
-                                                                        "two-outputs"])
+@pytest.mark.parametrize("fn", [lambda x: np.exp(x) / np.exp(x).sum(),
+                                lambda x: (x + 1) - (x + 1).min(),
+                                lambda x: ((x * 2) - (x * 2).mean(), (x * 2).mean() * 2)],
+                         ids=["div-sum", "sub-min", "two-outputs"])
 def test_array_sized_outputs_are_vectorized_rows(shape, fn):
-    """The second pass over the array (x / x.sum()) is scheduled, not left
-    serial and scalar: numpy's values, and a vectorized output loop."""
+    """A value computed in the group, reduced and read again at full size
+    (y / y.sum() of y = exp(x)): one kernel, whose second pass is scheduled,
+    not left serial and scalar. (x / x.sum() of an input is two kernels:
+    fusion's after_full.)"""
     x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
     f = halojit.trace(fn)
     got, want = f(x), fn(x)
