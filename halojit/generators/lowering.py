@@ -395,8 +395,6 @@ def _ref(f, out_vars, tuple_valued=False):
     return r if tuple_valued else hl.Expr(r)
 
 
-_func_ref = _ref
-
 
 def _arg_reducer(op, dt, n: int):
     """(value type, init pair, combine, step) of argmax/argmin as a reduction of
@@ -514,8 +512,8 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
             return (hl.cast(ct, x.at(idx)), hl.cast(hl.Int(32), idx[axes[0]]))
         return H.opaque(hl.cast(ct, x.at(idx)))
 
-    def _ref(g, v):  # a pair's Exprs for an arg-reduction
-        r = _func_ref(g, v, tuple_valued=arg)
+    def ref(g, v):  # a Func's value there: an arg-reduction's pair as two Exprs
+        r = _ref(g, v, tuple_valued=arg)
         return (hl.Expr(r[0]), hl.Expr(r[1])) if arg else r
 
     def src_index(rvars):
@@ -572,38 +570,38 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
             # element and keeps the earlier of equals without comparing
             # positions (``step``), a few vector ops fewer per element
             _define(part, pvars, value(src_index(start)))
-            _define(part, pvars, step(_ref(part, pvars), value(src_index(rvars))))
+            _define(part, pvars, step(ref(part, pvars), value(src_index(rvars))))
         else:
             _define(part, pvars, init)
-            _define(part, pvars, combine(_ref(part, pvars), value(src_index(rvars))))
+            _define(part, pvars, combine(ref(part, pvars), value(src_index(rvars))))
         if gpu_full:
             # each chunk's lanes first (one block: shared memory), then the
             # chunks: no GPU thread runs a loop over every partial
             csum = hl.Func(lw.fresh(op + "_chunk"))
             _define(csum, [chunk], init)
             rl = hl.RDom([hl.Range(0, lanes)])
-            _define(csum, [chunk], combine(_ref(csum, [chunk]), _ref(part, [chunk, rl[0]])))
+            _define(csum, [chunk], combine(ref(csum, [chunk]), ref(part, [chunk, rl[0]])))
             lw.stages.append(Stage("chunksum", csum, (chunks,), rl, (chunks, lanes)))
             rl = hl.RDom([hl.Range(0, chunks)])
-            _define(f, out_vars, combine(_ref(f, out_vars), _ref(csum, [rl[0]])))
+            _define(f, out_vars, combine(ref(f, out_vars), ref(csum, [rl[0]])))
         else:
             chunked = len(pvars) > len(out_vars) + 1
             rl = hl.RDom([hl.Range(0, lanes)] + ([hl.Range(0, chunks)] if chunked else []))
             picked = out_vars + ([rl[1], rl[0]] if chunked else [rl[0]])
-            _define(f, out_vars, combine(_ref(f, out_vars), _ref(part, picked)))
+            _define(f, out_vars, combine(ref(f, out_vars), ref(part, picked)))
         if n > main:
             rt = hl.RDom([hl.Range(main, n - main)] +
                          [hl.Range(0, x.shape[a]) for a in reversed(outer)])
             tail = {last: rt[0]}
             tail.update({a: rt[1 + k] for k, a in enumerate(reversed(outer))})
-            _define(f, out_vars, combine(_ref(f, out_vars), value(src_index(tail))))
+            _define(f, out_vars, combine(ref(f, out_vars), value(src_index(tail))))
         lw.stages.append(Stage("partial", part, (lanes,) + tuple(node.shape), rk, x.shape,
                                chunks=chunks))
         rdom = rl
     else:
         rdom = hl.RDom([hl.Range(0, x.shape[a]) for a in reversed(axes)])
         rvars = {a: rdom[k] for k, a in enumerate(reversed(axes))}
-        _define(f, out_vars, combine(_ref(f, out_vars), value(src_index(rvars))))
+        _define(f, out_vars, combine(ref(f, out_vars), value(src_index(rvars))))
     lw.stages.append(Stage("reduce", f, node.shape, rdom, x.shape))
     if arg:
         return func_lazy(f, node.shape, dt, component=1,
