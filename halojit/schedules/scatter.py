@@ -25,20 +25,13 @@ SCATTER = ({"vector": "16", "parallel": "1"},
 def scatter_fits(graph) -> bool:
     """Exactly one scatter, and no reduction, scan, sort or matmul (fusion
     keeps them out of a scatter's group)."""
-    from ..graph.ops import LINALG, REDUCTION, REGISTRY, SCAN, SORT
     from ..graph.ops.reduce import SCATTERS
-    found = 0
-    for node in graph.nodes:
-        if node.op in ("input", "constant"):
-            continue
-        if REGISTRY[node.op].trait in (REDUCTION, SCAN, SORT, LINALG):
-            return False
-        found += node.op in SCATTERS
-    return found == 1
+    from .sort import one_lone_loop
+    return one_lone_loop(graph, SCATTERS)
 
 
 def apply_scatter(lowered, params) -> str:
-    from .templates import _int, fix_extents, schedule_rows as _rows
+    from .templates import _int, fix_extents, schedule_rows
     vector = _int(params, "vector")
     parallel = params.get("parallel", "1") != "0"
     fix_extents(lowered)
@@ -52,15 +45,16 @@ def apply_scatter(lowered, params) -> str:
             other.func.compute_root()
             size = int(np.prod(other.shape))
             last = other.shape[-1] if other.shape else 1
-            lines.append(_rows(other.func, size, last, vector, parallel) + ".compute_root()")
+            lines.append(schedule_rows(other.func, size, last, vector, parallel)
+                         + ".compute_root()")
         elif other is not st:
             other.func.compute_inline()
             lines.append(f"{other.func.name()}.compute_inline()")
     f = st.func
     f.compute_root()
     n = st.shape[0]
-    lines.append(_rows(f, n, n, vector, parallel) + ".compute_root()  # then a serial update")
+    lines.append(schedule_rows(f, n, n, vector, parallel) + ".compute_root()  # then a serial update")
     for out, node in zip(lowered.outputs, lowered.graph.outputs):
         last = node.shape[-1] if node.shape else 1
-        lines.append(_rows(out, node.aval.size, last, vector, parallel))
+        lines.append(schedule_rows(out, node.aval.size, last, vector, parallel))
     return "\n".join(lines)

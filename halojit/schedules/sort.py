@@ -34,20 +34,22 @@ PARALLEL_KEYS = 1 << 15
 ROW_STORE_MIN = 16
 
 
+def one_lone_loop(graph, ops) -> bool:
+    """Whether the graph's only axis loop (reduction, scan, sort, scatter or
+    matmul) is one node whose op is in ``ops``: the groups fusion builds
+    around a sort or a scatter (fusion.LONE_LOOPS)."""
+    from ..graph.ops import LINALG, REDUCTION, REGISTRY, SCAN, SCATTER, SORT
+    loops = [n for n in graph.nodes if n.op not in ("input", "constant")
+             and REGISTRY[n.op].trait in (REDUCTION, SCAN, SORT, SCATTER, LINALG)]
+    return len(loops) == 1 and loops[0].op in ops
+
+
 def sort_fits(graph) -> bool:
-    """Exactly one sort or argsort, and no reduction, scan or matmul (fusion
-    keeps them out of a sort's group; a graph built otherwise takes
+    """Exactly one sort or argsort, and no reduction, scan, scatter or matmul
+    (fusion keeps them out of a sort's group; a graph built otherwise takes
     Adams2019)."""
-    from ..graph.ops import LINALG, REDUCTION, REGISTRY, SCAN, SCATTER
     from ..graph.ops.reduce import SORTS
-    sorts = 0
-    for node in graph.nodes:
-        if node.op in ("input", "constant"):
-            continue
-        if REGISTRY[node.op].trait in (REDUCTION, SCAN, SCATTER, LINALG):
-            return False
-        sorts += node.op in SORTS
-    return sorts == 1
+    return one_lone_loop(graph, SORTS)
 
 
 def _floor_pow2(v: int) -> int:
