@@ -53,7 +53,8 @@ def apply_scatter(lowered, params) -> str:
     f = st.func
     f.compute_root()
     n = st.shape[0]
-    lines.append(schedule_rows(f, n, n, vector, parallel) + ".compute_root()  # then a serial update")
+    lines.append(schedule_rows(f, n, n, vector, parallel)
+                 + ".compute_root()  # then a serial update")
     for out, node in zip(lowered.outputs, lowered.graph.outputs):
         last = node.shape[-1] if node.shape else 1
         lines.append(schedule_rows(out, node.aval.size, last, vector, parallel))
