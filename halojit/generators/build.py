@@ -18,13 +18,15 @@ import numpy as np
 from ..config import get_config
 from ..graph.fusion import Group, group_graph, group_key, partition
 from ..graph.ir import Graph, Node
+from ..graph.passes.flatten import flatten_full_reductions
 from ..graph.passes.matmul import split_long_matmuls
+from ..graph.passes.recompute import recompute_after_full_reductions
 from ..runtime.cache import halide_version, is_valid_so, kernel_dir, tuning_db_path
 from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, parse_autoscheduler
 from .streaming import ALIGN, aligned_for_stream, alignable, prefetch_inputs, stream_outputs
 
 # Bump when lowering or a template changes what a cached kernel computes or how.
-CODEGEN_VERSION = "47"
+CODEGEN_VERSION = "48"
 # Groups whose values all have fewer elements are scheduled without parallel
 # loops: waking the thread pool costs more than it saves. Medians, 2-core VM,
 # kernel us, parallel / serial: softmax (16,1024) 22.6 / 18.6, (32,1024)
@@ -544,8 +546,14 @@ def _has_zero_size(graph: Graph) -> bool:
 def codegen_graph(graph: Graph, target) -> Graph:
     """The graph the Halide backend partitions and compiles for ``target``
     (an hl.Target): on CPUs, matmuls with a long K cut into chunks
-    (passes/matmul.py). The executor and ``dump`` both start here."""
-    return graph if target.has_gpu_feature() else split_long_matmuls(graph)
+    (passes/matmul.py), full reductions of a short last axis read through
+    a 2-D reshape (passes/flatten.py) and cheap values read after a full
+    reduction of them recomputed (passes/recompute.py). The executor and
+    ``dump`` both start here."""
+    if target.has_gpu_feature():
+        return graph
+    graph = flatten_full_reductions(split_long_matmuls(graph))
+    return recompute_after_full_reductions(graph)
 
 
 def build_halide_executor(graph: Graph, target_str: str, autoscheduler=None):

@@ -220,6 +220,42 @@ def test_stacked_reduction_left_alone_where_numpy_sums_pairwise():
     assert "sum" not in ops(eliminate_dead_code(simplify(g2)))
 
 
+def test_full_keepdims_reduction_shares_the_plain_one():
+    """x.std() reduces with keepdims (as numpy's var does): over every axis
+    that is a reshape of the plain sum, which CSE then shares with x.mean()."""
+    x = np.random.default_rng(2).standard_normal((6, 5, 3)).astype(np.float32)
+    fn = lambda x: (x - x.mean()) / x.std() + x.max(keepdims=True)  # noqa: E731
+    g = traced_graph(fn, x)
+    assert ops(g).count("sum") == 3
+    s = eliminate_dead_code(eliminate_common_subexpressions(simplify(g)))
+    assert ops(s).count("sum") == 2 and ops(s).count("max") == 1
+    assert_bit_exact(g, s, [x])
+    # a keepdims reduction over some axes only stays as it is
+    g2 = traced_graph(lambda x: x.sum(axis=(0, 1), keepdims=True), x)
+    assert ops(simplify(g2)) == ["sum"]
+
+
+def test_recompute_and_flatten_keep_values():
+    """The Halide backend's graph passes (codegen_graph): values unchanged,
+    bit for bit where no sum is reordered."""
+    from halojit.generators.build import codegen_graph
+    from halojit.generators.compile import host_target
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 256, (64, 40, 3)).astype(np.uint8)
+    fns = [lambda x: x.max() - x.min(keepdims=True),
+           lambda x: (x * 2).max() + (x * 2).min() - x.astype(np.float32) / (x * 2).max(),
+           lambda x: (x > 7).any() & (x < 250).all()]
+    for fn in fns:
+        g = traced_graph(fn, x)
+        c = codegen_graph(g, host_target("host"))
+        assert_bit_exact(g, c, [x])
+    g = traced_graph(lambda x: x.max() + (x * 3).max() + ((x * 3) - (x * 3).min()).sum(), x)
+    c = codegen_graph(g, host_target("host"))
+    assert ops(c).count("reshape") >= 3  # every full reduction reads a (rows, width) view
+    assert ops(c).count("multiply") == 3  # x * 3: its own copy for each reduction
+    assert_bit_exact(g, c, [x])
+
+
 # -- CSE and DCE -----------------------------------------------------------------------------------
 def test_cse_merges_duplicates():
     two = np.float32(2)

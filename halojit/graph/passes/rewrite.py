@@ -11,6 +11,7 @@ import numpy as np
 
 from ..ir import AbstractArray, Const, Graph, Node, make_graph
 from ..ops import REGISTRY
+from ..ops.reduce import REDUCERS
 
 # Folding a broadcast of a scalar would store a huge constant: cap it.
 FOLD_MAX_ELEMENTS = 1 << 16
@@ -95,9 +96,29 @@ def simplify(graph: Graph) -> Graph:
         if n.op == "power":
             return rewrite_power(n)
         if n.op in STACK_FOLDS:
-            return fold_stacked_reduction(n)
+            r = fold_stacked_reduction(n)
+            if r is not None:
+                return r
+        if n.op in REDUCERS:
+            return full_keepdims_as_reshape(n)
         return None
     return rebuild(graph, simp)
+
+
+def full_keepdims_as_reshape(n: Node) -> Node | None:
+    """A reduction over every axis with keepdims as a reshape of the one
+    without: the same value, which CSE then shares with ``x.mean()``
+    beside ``x.std()`` (numpy's var reduces with keepdims), and one sum
+    fits the FullReduce template where two did not: (512, 512, 3) float32
+    ``(y - y.mean()) / y.std()`` 1.46 -> 0.1 ms in its first kernel
+    (2-core Zen 4 VM, one core)."""
+    (x,) = n.inputs
+    if not n.params["keepdims"] or x.aval.ndim == 0 or \
+            tuple(sorted(n.params["axes"])) != tuple(range(x.aval.ndim)):
+        return None
+    r = _derived(n, n.op, (x,), AbstractArray((), n.dtype, n.aval.weak),
+                 {**n.params, "keepdims": False})
+    return _derived(n, "reshape", (r,), n.aval, {"shape": n.shape})
 
 
 # reduction -> the elementwise op that numpy's reduction loop applies in order
