@@ -55,10 +55,13 @@ def test_fits():
     assert row_reduce_fits(sm) and not row_reduce_fits(b)
     assert elementwise_fits(ew)
     assert not any(elementwise_fits(g) for g in (b, lp, sm, sh))
-    (narrow,) = local_graphs(lambda a: a * 2 + 1, np.ones((64, 8), np.float32))
+    # rows narrower than 16 fuse with the axes before them (flat_axes)
+    (short,) = local_graphs(lambda a: a * 2 + 1, np.ones((64, 8), np.float32))
+    (narrow,) = local_graphs(lambda a: a * 2 + 1, np.ones((2, 7), np.float32))
     (tr,) = local_graphs(lambda a: a.T * 2 + 1, x)
     i = np.ones((16, 16), np.int32)
     (ipow,) = local_graphs(lambda a, e: a ** e, i, i)  # a stage with an update
+    assert elementwise_fits(short)
     assert not any(elementwise_fits(g) for g in (narrow, tr, ipow))
 
 
