@@ -692,6 +692,23 @@ def array_equal(a1, a2, equal_nan=False):
     return np.all(eq)
 
 
+@implements(np.array_equiv)
+def array_equiv(a1, a2):
+    """A 0-d bool array inside the trace: whether the two broadcast to one
+    shape with equal values; shapes that do not broadcast (known while
+    tracing) give a constant False, as numpy. (numpy's own code asks
+    ``np.broadcast`` of the arrays, which refuses traced ones: it returned
+    False for every pair.)"""
+    loc = user_loc()
+    ctx = _ctx_of(a1, a2)
+    a1, a2 = (_tr(ctx, _array(v), loc) for v in (a1, a2))
+    try:
+        np.broadcast_shapes(a1.shape, a2.shape)
+    except ValueError:
+        return _tr(ctx, np.asarray(False), loc)
+    return np.all(a1 == a2)
+
+
 # -- covariance -----------------------------------------------------------------------
 def _rows(x, dtype):
     """``np.array(x, ndmin=2, dtype=dtype)``: leading axes of length 1 added."""

@@ -377,7 +377,7 @@ def matrix_power(a, n):
 # These numpy functions are Python compositions of calls halojit traces; their
 # ``_implementation`` (the function behind numpy's dispatcher) runs as is.
 # Each is checked against numpy in tests/ops/test_more_numpy.py.
-_NUMPY_PYTHON = ("array_equiv", "cumulative_sum", "cumulative_prod", "i0", "polyadd", "polysub",
+_NUMPY_PYTHON = ("cumulative_sum", "cumulative_prod", "i0", "polyadd", "polysub",
                  "rollaxis", "tril_indices_from", "triu_indices_from", "diag_indices_from",
                  "unstack", "ix_", "isposinf", "isneginf", "histogram_bin_edges")
 for _name in _NUMPY_PYTHON:

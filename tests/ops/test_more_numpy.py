@@ -84,7 +84,11 @@ CASES = {
     "matrix_power0": (lambda a: np.linalg.matrix_power(a, 0), [(3, 3)]),
     "matrix_power1": (lambda a: np.linalg.matrix_power(a, 1), [(3, 3)]),
     # numpy's own Python code on traced arrays
-    "array_equiv": (lambda a, b: np.array_equiv(a, a[0]) | np.array_equiv(a, b), [(3, 4), (4,)]),
+    "array_equiv": (lambda a, b: (np.array_equiv(a, a[0]), np.array_equiv(a, b),
+                                  np.array_equiv(a[:1], a[:1].copy()),
+                                  np.array_equiv(a[:1], np.broadcast_to(a[:1], (2, 4))),
+                                  np.array_equiv(b[:3], b[1:]), np.array_equiv(a[:, :0], b[:0])),
+                    [(3, 4), (4,)]),
     "cumulative_sum": (lambda a: np.cumulative_sum(a, axis=1, include_initial=True), [(3, 4)]),
     "cumulative_prod": (lambda a: np.cumulative_prod(a, axis=0), [(3, 4)]),
     "i0": (lambda a: np.i0(np.nan_to_num(a.astype(np.float64), posinf=3.0)), [(3, 4)]),
