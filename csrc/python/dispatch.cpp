@@ -95,10 +95,14 @@ PyObject *slow_call(PyObject *self, PyObject *args, PyObject *kwargs) {
     return r;
 }
 
-// An argument whose last axis is strided (a transposed view) needs a copy:
-// the general path makes it.
+// An argument whose last axis is strided (a transposed view), or with a
+// stride that is not a whole number of items (a field of a packed
+// structured array), needs a copy: the general path makes it.
 bool dense_last_axis(const PyObject *a, int itemsize) {
     const auto *p = py::detail::array_proxy(a);
+    for (int d = 0; d < p->nd - 1; d++) {
+        if (p->strides[d] % itemsize != 0) return false;
+    }
     return p->nd == 0 || p->dimensions[p->nd - 1] <= 1 || p->strides[p->nd - 1] == itemsize;
 }
 

@@ -144,3 +144,23 @@ def test_replay_raises_before_the_block_as_numpy(opt_level):
     with pytest.raises(OverflowError):
         g(x, 1000)  # numpy raises at x + s, before the block runs
     assert log == [1]
+
+
+def test_packed_structured_fields_are_read_and_written():
+    """A field of a packed structured array is a view whose rows are 17
+    bytes apart, not a whole number of float32 items: it is copied in (and
+    written through a copy as out=), where the plan refused it before."""
+    dt = [("tag", "i1"), ("v", "f4", (4,))]
+    rec = np.zeros(5, dtype=dt)
+    rec["v"] = np.arange(20, dtype=np.float32).reshape(5, 4) - 7.5
+    x = rec["v"]
+    assert x.strides[0] % x.itemsize
+    f = halojit.trace(lambda x: np.abs(x) * 2 + 1)
+    for _ in range(3):  # the first call, the fast path, the C call path
+        np.testing.assert_array_equal(f(x), np.abs(x) * 2 + 1)
+    out = np.zeros(5, dtype=dt)
+    for _ in range(2):
+        assert f(x, out=out["v"]) is not None
+        np.testing.assert_array_equal(out["v"], np.abs(x) * 2 + 1)
+        assert (out["tag"] == 0).all()
+        out["v"] = 0
