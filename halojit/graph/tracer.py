@@ -302,8 +302,9 @@ class TraceContext:
         k = 0 if nodes[0].aval.weak else 1
         s, x = nodes[k], nodes[1 - k]
         # a Python int may lie outside x's range: an int64 one unless x is int64, and
-        # one of 2**63 or more (a weak uint64 constant) always
-        beyond_int64 = s.dtype == np.uint64 and s.op == "constant"
+        # one of 2**63 or more (a weak uint64 constant, or argument) unless x is uint64
+        beyond_int64 = s.dtype == np.uint64 and (
+            s.op == "constant" or (s.op == "input" and x.dtype != np.uint64))
         narrower_x = s.dtype.kind == "i" and x.dtype != np.int64
         if x.dtype.kind not in "iu" or not (beyond_int64 or narrower_x):
             return None
@@ -311,14 +312,19 @@ class TraceContext:
             name = _FLIPPED[name]
         above, below = _COMPARISONS[name]
         info = np.iinfo(x.dtype)
+
+        def everywhere(value):
+            c = self.constant(np.asarray(value))
+            if not x.shape:
+                return TracedArray(c, self)
+            return self.emit("broadcast_to", [c], {"shape": x.shape}, loc)
         if s.op == "constant":
             v = int(s.params["value"].value)
             if info.min <= v <= info.max:
                 return None
-            c = self.constant(np.asarray(above if v > info.max else below))
-            if not x.shape:
-                return TracedArray(c, self)
-            return self.emit("broadcast_to", [c], {"shape": x.shape}, loc)
+            return everywhere(above if v > info.max else below)
+        if s.dtype == np.uint64:  # an argument of 2**63 or more: above all of x
+            return everywhere(above)
         # A weak int input: its value is known only at call time.
         i64 = np.dtype(np.int64)
         s = self.emit("astype", [s], {"dtype": i64}, loc)._node

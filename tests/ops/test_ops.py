@@ -385,6 +385,18 @@ def test_python_ints_beyond_int64_as_arguments(s, opt_level):
         f(U64, 2**64)
 
 
+@pytest.mark.parametrize("s", [2**63, 2**64 - 1])
+def test_python_ints_beyond_int64_compare_as_arguments(s, opt_level):
+    """numpy compares any integer array with a Python int exactly: an
+    argument of 2**63 or more is above every int64 or narrower value (it
+    raised OverflowError from the argument's range check)."""
+    f = jit(lambda a, s: (a < s, a == s, s >= a, a != s), opt_level)
+    for x in (I64, I8, U64, np.uint8(7), np.array([], np.int16)):
+        for _ in range(2):
+            for got, want in zip(f(x, s), (x < s, x == s, s >= x, x != s)):
+                assert_same(got, want)
+
+
 def test_weak_scalar_expression_is_range_checked_at_every_call(opt_level):
     f = jit(lambda x, s: x + (s + 1), opt_level)
     x = np.zeros(2, np.int8)
