@@ -145,3 +145,22 @@ def test_full_reductions_of_a_short_last_axis_integers(dtype):
         got, want = halojit.trace(fn)(x), fn(x)
         np.testing.assert_allclose(got, want, rtol=1e-3 if dtype == np.float16 else 0)
         assert np.asarray(got).dtype == np.asarray(want).dtype
+
+
+@pytest.mark.parametrize("shape", [(20, 30, 3), (300, 200, 3), (1000, 2)])
+@pytest.mark.parametrize("name", ["flip-w", "bgr", "crop", "flip-h"])
+def test_short_last_axis_views_of_inputs_inline(name, shape):
+    """A flip or crop of an image inside the trace reads the input through
+    a slice, which the Elementwise template inlines: Adams2019 took 96 ms
+    for a (1080, 1920, 3) horizontal flip, numpy 8-14."""
+    fn = {"flip-w": lambda x: x[:, ::-1].astype(np.float32),
+          "bgr": lambda x: x[..., ::-1] * np.float32(0.5),
+          "crop": lambda x: x[2:-3, 1:] - x[2:-3, 1:].astype(np.int16) // 2,
+          "flip-h": lambda x: np.flip(x, axis=0) + 1}[name]
+    x = np.random.default_rng(11).integers(0, 256, shape, dtype=np.uint8)
+    f = halojit.trace(fn)
+    for view in (x, x[::-1], np.asfortranarray(x)):
+        got, want = f(view), fn(view)
+        np.testing.assert_array_equal(got, want, strict=True)
+    (group,) = f.lower(x).groups
+    assert group.scheduler.startswith("Elementwise"), group.scheduler

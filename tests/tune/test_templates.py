@@ -44,7 +44,7 @@ def run_template(fn, name, params, *args):
 
 
 def test_fits():
-    x = np.ones((16, 16), np.float32)
+    x = np.ones((16, 40), np.float32)
     (b,) = local_graphs(blur, x)
     (lp,) = local_graphs(laplace, x)
     (sm,) = local_graphs(softmax, x)
@@ -61,7 +61,9 @@ def test_fits():
     (tr,) = local_graphs(lambda a: a.T * 2 + 1, x)
     i = np.ones((16, 16), np.int32)
     (ipow,) = local_graphs(lambda a, e: a ** e, i, i)  # a stage with an update
-    assert elementwise_fits(short)
+    # a slice of an input inlines where rows are short (a flipped HWC image)
+    (flip,) = local_graphs(lambda a: a[:, ::-1] * 2, np.ones((64, 8, 3), np.float32))
+    assert elementwise_fits(short) and elementwise_fits(flip)
     assert not any(elementwise_fits(g) for g in (narrow, tr, ipow))
 
 
