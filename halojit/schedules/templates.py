@@ -142,19 +142,21 @@ def elementwise_fits(graph) -> bool:
     if out.ndim < 1 or flat_axes(out.shape)[1] < 16:
         return False
     short = flat_axes(out.shape)[0] > 1
-    return all(n.op in ("input", "constant", "take") or inlines(n) or (short and _input_view(n))
-               for n in graph.nodes)
+    return all(n.op in ("input", "constant", "take") or inlines(n)
+               or (short and n.op in SHORT_AXIS_VIEWS) for n in graph.nodes)
 
 
-def _input_view(n) -> bool:
-    """A slice of an input (a crop, a flip, ``x[..., ::-1]``): index
-    arithmetic on the input's reads, inlined like the elementwise ops. For
-    a short last axis only: Adams2019 took 96 ms for ``x[:, ::-1].astype(
-    np.float32)`` of a (1080, 1920, 3) uint8 image, this 1.6 (numpy 7.8-13.6;
-    one core, ad-hoc timing), but with wide rows it kept reversed and
-    strided reads ahead (x[::-1] * 2 of 4M float32: 1.0 against 2.6 ms).
-    Slices of computed values (stencils) stay with the templates for them."""
-    return n.op == "slice" and n.inputs[0].op in ("input", "constant")
+# Movement whose lowering is index arithmetic (a select for concatenate),
+# inlined by the Elementwise template where the output's last axis is short:
+# a flip ``x[:, ::-1]``, a channel swap ``x[..., ::-1]``, ``alpha[..., None]``
+# (a reshape), ``np.stack([r, g, b], axis=-1)``. Adams2019 took 96 ms for
+# ``x[:, ::-1].astype(np.float32)`` of a (1080, 1920, 3) uint8 image and
+# 352 ms for an alpha blend ``a * al[..., None] + b * (1 - al[..., None])``,
+# this 1.6 and 3.9 (numpy 8-14 and 23; one core, ad-hoc timing). With wide
+# rows Adams2019 stays: it kept reversed and strided reads ahead (x[::-1] *
+# 2 of 4M float32, 1.0 against 2.6 ms), and stencils (a value read through
+# shifted slices) have their own template, chosen first.
+SHORT_AXIS_VIEWS = ("slice", "reshape", "concatenate")
 
 
 # the last axes of an elementwise output are fused until this wide
