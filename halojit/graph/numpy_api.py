@@ -628,6 +628,11 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
         info = np.iinfo(a_dtype)
         lo = None if type(lo) is int and lo <= info.min else lo
         hi = None if type(hi) is int and hi >= info.max else hi
+        # a Python int argument: its value is known per call, so it is moved
+        # into the range there (a bound beyond the other end still raises
+        # numpy's OverflowError, from the range check of its cast)
+        lo = _into_range(ctx, lo, "maximum", info.min, loc)
+        hi = _into_range(ctx, hi, "minimum", info.max, loc)
     if lo is None and hi is None:
         return ctx.ufunc("positive", (a,), loc)
     parts = [p for p in (a, lo, hi) if p is not None]
@@ -640,6 +645,17 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
     if hi is not None:
         r = ctx.ufunc("minimum", (r, TracedArray(nodes[k], ctx)), loc)
     return r
+
+
+def _into_range(ctx, bound, ufunc, end, loc):
+    """``bound`` itself, or for a Python int argument (a weak int64 value)
+    ``ufunc(bound, end)``, still a weak Python int."""
+    if not isinstance(bound, TracedArray):
+        return bound
+    node = bound._node
+    if not node.aval.weak or node.dtype != np.int64 or node.op == "constant":
+        return bound
+    return ctx.ufunc(ufunc, (bound, int(end)), loc)
 
 
 @implements(np.astype)

@@ -397,6 +397,24 @@ def test_python_ints_beyond_int64_compare_as_arguments(s, opt_level):
                 assert_same(got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int64])
+def test_clip_with_python_int_arguments_beyond_the_dtype(dtype, opt_level):
+    """numpy 2 drops a Python int bound beyond the array's range (np.clip of
+    int8 with -1000, 1000) and raises OverflowError for one beyond the other
+    end; as arguments the bounds raised in both cases (found by a fuzz helper)."""
+    x = np.array([1, 2, 3, 100, 120], dtype)
+    f = jit(lambda x, lo, hi: np.clip(x, lo, hi), opt_level)
+    for lo, hi in [(-1000, 1000), (0, 1000), (-1000, 2), (-5, 2), (3, 1), (-2**63, 2**63 - 1),
+                   (1000, 2000), (-2000, -1000)]:
+        try:
+            want = np.clip(x, lo, hi)
+        except OverflowError:
+            with pytest.raises(OverflowError):
+                f(x, lo, hi)
+            continue
+        assert_same(f(x, lo, hi), want)
+
+
 def test_weak_scalar_expression_is_range_checked_at_every_call(opt_level):
     f = jit(lambda x, s: x + (s + 1), opt_level)
     x = np.zeros(2, np.int8)
