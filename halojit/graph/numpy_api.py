@@ -197,7 +197,7 @@ def apply_ufunc(ctx, ufunc, method, inputs, kwargs):
                                                   kwargs.get("dtype"))
     elif method == "outer" and (name in UFUNCS or name in COMPOSITE_UFUNCS) and \
             len(inputs) == 2:
-        a, b = (_tr(ctx, v, loc) for v in inputs)
+        a, b = (_tr(ctx, _array(v), loc) for v in inputs)  # numpy's asarray of each
         return ufunc(reshape(a, tuple(a.shape) + (1,) * b.ndim), b, **kwargs)
     elif method == "at":
         from .numpy_scatter import ufunc_at
@@ -245,9 +245,14 @@ def _sum_dtype(dt):
 
 
 def _array(x):
-    """A traced array as is; anything else as numpy's asarray makes it (a
-    Python scalar becomes a strong 0-d array, as numpy's own code has it)."""
-    return x if isinstance(x, TracedArray) else np.asarray(x)
+    """``x`` as numpy's asarray makes it: a Python scalar, also one passed
+    as an argument (a weak traced value), becomes a strong 0-d array, as
+    numpy's own code has it (np.dot(x_f32, s) is float64 for s=1.5)."""
+    if isinstance(x, TracedArray):
+        if not x._node.aval.weak:
+            return x
+        return TracedArray(_as_strong(x._ctx, x, user_loc()), x._ctx)
+    return np.asarray(x)
 
 
 def _tr(ctx, x, loc):
@@ -327,8 +332,8 @@ def _var(ctx, x, axes, keepdims, dtype, ddof, loc, mask=None):
 def _scalar_as(value, dtype):
     """A static value in ``dtype`` as numpy assigns one: a Python int that does
     not fit raises OverflowError, NaN into an integer ValueError."""
-    if isinstance(value, TracedArray):
-        return value.astype(dtype)
+    if isinstance(value, TracedArray):  # a Python int argument: range-checked per call
+        return TracedArray(value._ctx.cast(value, dtype, user_loc()), value._ctx)
     return np.array(value, dtype=dtype)
 
 

@@ -415,6 +415,23 @@ def test_clip_with_python_int_arguments_beyond_the_dtype(dtype, opt_level):
         assert_same(f(x, lo, hi), want)
 
 
+def test_python_scalar_arguments_where_numpy_takes_asarray(opt_level):
+    """np.dot, np.kron and ufunc.outer take np.asarray of a Python scalar (a
+    strong float64/int64), so do they of one passed as an argument; an
+    initial= argument that does not fit the dtype raises as numpy's does
+    (it wrapped). Found by a fuzz helper."""
+    f32 = np.array([1.0, 2.0, 3.0], np.float32)
+    i8 = np.array([1, 5, 100], np.int8)
+    f16 = f32.astype(np.float16)
+    for fn, args in [(lambda a, s: np.dot(a, s), (f32, 1.5)), (lambda a, s: np.kron(a, s), (i8, 2)),
+                     (lambda a, s: np.multiply.outer(a, s), (f16, 0.5)),
+                     (lambda a, s: np.max(a, initial=s), (i8, 7)),
+                     (lambda a, s: np.sum(a, initial=s), (i8, -3))]:
+        assert_same(jit(fn, opt_level)(*args), fn(*args))
+    with pytest.raises(OverflowError):
+        jit(lambda a, s: np.max(a, initial=s), opt_level)(i8, 300)
+
+
 def test_weak_scalar_expression_is_range_checked_at_every_call(opt_level):
     f = jit(lambda x, s: x + (s + 1), opt_level)
     x = np.zeros(2, np.int8)
