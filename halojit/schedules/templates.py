@@ -130,8 +130,9 @@ def elementwise_fits(graph) -> bool:
     """One output whose last axis is at least 16 wide, or becomes so fused
     with the axes before it (``flat_axes``), computed only by elementwise
     ops and broadcasts (no reduction, matmul, movement that reorders or
-    slices, or integer power, whose lowering is a stage with an update):
-    every value inlines into the output and is read in order. Gathers
+    slices, or integer power, whose lowering is a stage with an update;
+    with a short last axis slices, reshapes and concatenations too, see
+    SHORT_AXIS_VIEWS): every value inlines into the output. Gathers
     (``take``: ``W[ids]``, ``x[:, perm]``) inline too, their index read in
     order: an embedding lookup of 4096 rows of (50000, 256) float32 took
     0.46 ms under Adams2019 (columns outermost), 0.25 here (numpy 0.43)."""
@@ -152,7 +153,7 @@ def elementwise_fits(graph) -> bool:
 # (a reshape), ``np.stack([r, g, b], axis=-1)``. Adams2019 took 96 ms for
 # ``x[:, ::-1].astype(np.float32)`` of a (1080, 1920, 3) uint8 image and
 # 352 ms for an alpha blend ``a * al[..., None] + b * (1 - al[..., None])``,
-# this 1.6 and 3.9 (numpy 8-14 and 23; one core, ad-hoc timing). With wide
+# this 1.6 and 0.95 (numpy 8-14 and 23; one core, ad-hoc timing). With wide
 # rows Adams2019 stays: it kept reversed and strided reads ahead (x[::-1] *
 # 2 of 4M float32, 1.0 against 2.6 ms), and stencils (a value read through
 # shifted slices) have their own template, chosen first.
