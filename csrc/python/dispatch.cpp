@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -101,7 +102,11 @@ PyObject *slow_call(PyObject *self, PyObject *args, PyObject *kwargs) {
 bool dense_last_axis(const PyObject *a, int itemsize) {
     const auto *p = py::detail::array_proxy(a);
     for (int d = 0; d < p->nd - 1; d++) {
-        if (p->strides[d] % itemsize != 0) return false;
+        const int64_t items = p->strides[d] / itemsize;
+        if (p->dimensions[d] > 1 &&
+            (p->strides[d] % itemsize != 0 || items < INT32_MIN || items > INT32_MAX)) {
+            return false;
+        }
     }
     return p->nd == 0 || p->dimensions[p->nd - 1] <= 1 || p->strides[p->nd - 1] == itemsize;
 }

@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -143,8 +144,12 @@ py::handle contiguous_input(py::handle obj, std::vector<py::array> &keep) {
     if (!py::isinstance<py::array>(obj)) return obj;  // view_of explains
     auto arr = py::reinterpret_borrow<py::array>(obj);
     const py::ssize_t nd = arr.ndim();
-    bool whole_items = true;
-    for (py::ssize_t d = 0; d + 1 < nd; d++) whole_items &= arr.strides(d) % arr.itemsize() == 0;
+    bool whole_items = true;  // and within Halide's int32 strides (a row of a > 8 GiB array)
+    for (py::ssize_t d = 0; d + 1 < nd; d++) {
+        const py::ssize_t items = arr.strides(d) / arr.itemsize();
+        whole_items &= arr.shape(d) <= 1 ||
+                       (arr.strides(d) % arr.itemsize() == 0 && items >= INT32_MIN && items <= INT32_MAX);
+    }
     if (whole_items && (nd == 0 || arr.shape(nd - 1) <= 1 || arr.strides(nd - 1) == arr.itemsize())) {
         return obj;
     }

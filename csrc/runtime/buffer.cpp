@@ -21,6 +21,17 @@ void to_halide_buffer(const ArrayView &view, const BufferName &what, halide_buff
             fail("axis " + std::to_string(axis) + " has extent " + std::to_string(extent) +
                  ", outside Halide's int32 range");
         }
+        halide_dimension_t &d = dims[view.ndim - 1 - axis];  // Halide dim 0 = last numpy axis
+        d.min = 0;
+        d.extent = static_cast<int32_t>(extent);
+        d.flags = 0;
+        if (extent <= 1) {
+            // numpy gives stride 0 to empty and broadcast axes, and any stride
+            // to a size-1 one (a one-record structured field: 17 bytes); it is
+            // never used, but Halide still asserts stride 1 on dim 0
+            d.stride = axis == view.ndim - 1 ? 1 : 0;
+            continue;
+        }
         if (stride_bytes % itemsize != 0) {
             fail("axis " + std::to_string(axis) + " has a stride of " + std::to_string(stride_bytes) +
                  " bytes, not a multiple of the item size " + std::to_string(itemsize) +
@@ -31,18 +42,11 @@ void to_halide_buffer(const ArrayView &view, const BufferName &what, halide_buff
             fail("axis " + std::to_string(axis) + " has a stride of " + std::to_string(stride) +
                  " elements, outside Halide's int32 range");
         }
-        if (axis == view.ndim - 1 && stride != 1 && extent > 1) {
+        if (axis == view.ndim - 1 && stride != 1) {
             fail("the last axis has a stride of " + std::to_string(stride) +
                  " elements; kernels need stride 1 there; copy it with np.ascontiguousarray");
         }
-        halide_dimension_t &d = dims[view.ndim - 1 - axis];  // Halide dim 0 = last numpy axis
-        d.min = 0;
-        d.extent = static_cast<int32_t>(extent);
-        // numpy gives stride 0 to empty and broadcast axes; along an axis of
-        // extent <= 1 the stride is never used, but Halide still asserts
-        // stride 1 on dim 0.
-        d.stride = (axis == view.ndim - 1 && extent <= 1) ? 1 : static_cast<int32_t>(stride);
-        d.flags = 0;
+        d.stride = static_cast<int32_t>(stride);
     }
     *buf = halide_buffer_t{};
     if (iface) {  // a device array: the kernel reads it in place, never copies it

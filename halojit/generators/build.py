@@ -442,7 +442,7 @@ class HalideExecutor:
         if given is not None:
             o = given[self._out_pos[k]]
             last_ok = (o.ndim == 0 or o.shape[-1] <= 1 or o.strides[-1] == o.itemsize) and \
-                all(s % o.itemsize == 0 for s in o.strides)  # whole items (not a packed field)
+                all(s % o.itemsize == 0 or n <= 1 for s, n in zip(o.strides, o.shape))
             if self._aligned[k] and not aligned_for_stream(o):
                 last_ok = False  # the kernel asserts alignment: write a copy
             if last_ok and not any(np.may_share_memory(o, x) for x in ins):
@@ -520,7 +520,8 @@ class HalideExecutor:
                 return None
             if shape and shape[-1] > 1 and out.strides[-1] != itemsize:
                 return None
-            if not out.flags.c_contiguous and any(s % itemsize for s in out.strides):
+            if not out.flags.c_contiguous and any(s % itemsize and n > 1
+                                                  for s, n in zip(out.strides, out.shape)):
                 # a field of a packed structured array: rows 17 bytes apart
                 return None
             if aligned and not aligned_for_stream(out):

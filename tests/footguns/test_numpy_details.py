@@ -164,3 +164,11 @@ def test_packed_structured_fields_are_read_and_written():
         np.testing.assert_array_equal(out["v"], np.abs(x) * 2 + 1)
         assert (out["tag"] == 0).all()
         out["v"] = 0
+    # one record: numpy calls a (1, 4) view with a 17-byte row stride
+    # C-contiguous (a size-1 axis's stride is never used), so is it here
+    one = rec[:1]["v"]
+    np.testing.assert_array_equal(f(one), np.abs(one) * 2 + 1)
+    # a column of packed records: (6, 1), strides (5, 5)
+    col = np.zeros((6, 1), dtype=[("a", "i1"), ("b", "f4")])["b"]
+    col[:, 0] = np.arange(6) - 2.5
+    np.testing.assert_array_equal(f(col), np.abs(col) * 2 + 1)
