@@ -637,7 +637,8 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
         # into the range there (a bound beyond the other end still raises
         # numpy's OverflowError, from the range check of its cast)
         lo = _into_range(ctx, lo, "maximum", info.min, loc)
-        hi = _into_range(ctx, hi, "minimum", info.max, loc)
+        if a_dtype != np.uint64:  # uint64's max is beyond int64: the meeting would be float64
+            hi = _into_range(ctx, hi, "minimum", info.max, loc)
     if lo is None and hi is None:
         return ctx.ufunc("positive", (a,), loc)
     parts = [p for p in (a, lo, hi) if p is not None]
