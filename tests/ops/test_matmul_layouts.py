@@ -204,3 +204,22 @@ def test_vector_matrix_large_is_a_column_sum_small_stays_matmul():
     us, xs = rand((256,), seed=28), rand((256, 256), seed=29)
     assert_matmul_close(f(us, xs), us @ xs, 256)
     assert any("matmul" in ops for ops in ops_of(f, us, xs))
+
+
+@pytest.mark.parametrize("spec,dts", [
+    ("ij,j->j", (np.int8, np.int64)), ("ij,j->j", (np.float16, np.float64)),
+    ("i,i,i->", (np.int16, np.int16, np.int32)), ("ij,jk,kl->il", (np.float16, np.float16, np.float32)),
+    ("ij,ij->i", (np.uint8, np.float32))])
+def test_einsum_casts_every_operand_to_the_common_dtype_first(spec, dts):
+    """numpy multiplies in the dtype of all operands together: summing an
+    int8 operand's own axis in int8 wrapped 400 to -112, and two float16
+    operands overflowed to inf before a float32 third joined (fuzz helper)."""
+    terms = spec.split("->")[0].split(",")
+    sizes: dict = {}
+    big = {np.int8: 100, np.uint8: 250, np.int16: 300, np.float16: 300}
+    fixed = [np.full(tuple(sizes.setdefault(c, 3 + len(sizes)) for c in t), big.get(dt, 7), dt)
+             for t, dt in zip(terms, dts)]
+    f = halojit.trace(lambda *xs: np.einsum(spec, *xs))
+    got, want = f(*fixed), np.einsum(spec, *fixed)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_allclose(got, want, rtol=1e-3)
