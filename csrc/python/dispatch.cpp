@@ -17,6 +17,20 @@ namespace py = pybind11;
 
 namespace halojit::python {
 
+// See dispatch.h: a transposed view or a packed structured field is copied
+// by the general path.
+bool dense_last_axis(const PyObject *a, int itemsize) {
+    const auto *p = py::detail::array_proxy(a);
+    for (int d = 0; d < p->nd - 1; d++) {
+        const int64_t items = p->strides[d] / itemsize;
+        if (p->dimensions[d] > 1 &&
+            (p->strides[d] % itemsize != 0 || items < INT32_MIN || items > INT32_MAX)) {
+            return false;
+        }
+    }
+    return p->nd == 0 || p->dimensions[p->nd - 1] <= 1 || p->strides[p->nd - 1] == itemsize;
+}
+
 DType numpy_dtype(const py::dtype &dt, const std::string &what);  // module.cpp
 
 namespace {
@@ -94,21 +108,6 @@ PyObject *slow_call(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *r = PyObject_Call(method, args, kwargs);
     Py_DECREF(method);
     return r;
-}
-
-// An argument whose last axis is strided (a transposed view), or with a
-// stride that is not a whole number of items (a field of a packed
-// structured array), needs a copy: the general path makes it.
-bool dense_last_axis(const PyObject *a, int itemsize) {
-    const auto *p = py::detail::array_proxy(a);
-    for (int d = 0; d < p->nd - 1; d++) {
-        const int64_t items = p->strides[d] / itemsize;
-        if (p->dimensions[d] > 1 &&
-            (p->strides[d] % itemsize != 0 || items < INT32_MIN || items > INT32_MAX)) {
-            return false;
-        }
-    }
-    return p->nd == 0 || p->dimensions[p->nd - 1] <= 1 || p->strides[p->nd - 1] == itemsize;
 }
 
 ArrayView view_of_array(PyObject *a, DType dtype) {

@@ -24,6 +24,11 @@ namespace halojit::python {
 // DeviceError by kind).
 void set_python_error(const Error &e);
 
+// Whether a kernel can read ndarray `a` in place: a last axis of stride 1
+// (or extent <= 1), and every other axis longer than 1 strided by whole
+// items within int32. Else the general path copies it in C order.
+bool dense_last_axis(const PyObject *a, int itemsize);
+
 // Adds Dispatcher and its helper functions to the module.
 void register_dispatcher(pybind11::module_ &m);
 

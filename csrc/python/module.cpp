@@ -143,16 +143,7 @@ py::array to_numpy(const Tensor &t) {
 py::handle contiguous_input(py::handle obj, std::vector<py::array> &keep) {
     if (!py::isinstance<py::array>(obj)) return obj;  // view_of explains
     auto arr = py::reinterpret_borrow<py::array>(obj);
-    const py::ssize_t nd = arr.ndim();
-    bool whole_items = true;  // and within Halide's int32 strides (a row of a > 8 GiB array)
-    for (py::ssize_t d = 0; d + 1 < nd; d++) {
-        const py::ssize_t items = arr.strides(d) / arr.itemsize();
-        whole_items &= arr.shape(d) <= 1 ||
-                       (arr.strides(d) % arr.itemsize() == 0 && items >= INT32_MIN && items <= INT32_MAX);
-    }
-    if (whole_items && (nd == 0 || arr.shape(nd - 1) <= 1 || arr.strides(nd - 1) == arr.itemsize())) {
-        return obj;
-    }
+    if (halojit::python::dense_last_axis(arr.ptr(), static_cast<int>(arr.itemsize()))) return obj;
     py::array copy = py::array::ensure(obj, py::array::c_style);
     if (!copy) throw Error(ErrorKind::Runtime, "could not copy a strided input to C order");
     keep.push_back(std::move(copy));

@@ -317,6 +317,12 @@ def compile_kernels(groups: list[Group], target, autoscheduler=None) -> list[Ker
 _BOOL = np.dtype(np.bool_)
 
 
+def _whole_items(a: np.ndarray) -> bool:
+    """Whether every axis longer than 1 of ``a`` is strided by whole items
+    (not so a field of a packed structured array: rows 17 bytes apart)."""
+    return all(s % a.itemsize == 0 or n <= 1 for s, n in zip(a.strides, a.shape))
+
+
 def _prep_input(x: np.ndarray) -> np.ndarray:
     """A view Halide can read: unit stride on the last axis, bool as uint8."""
     if x.ndim and x.shape[-1] > 1 and x.strides[-1] != x.itemsize:
@@ -442,7 +448,7 @@ class HalideExecutor:
         if given is not None:
             o = given[self._out_pos[k]]
             last_ok = (o.ndim == 0 or o.shape[-1] <= 1 or o.strides[-1] == o.itemsize) and \
-                all(s % o.itemsize == 0 or n <= 1 for s, n in zip(o.strides, o.shape))
+                _whole_items(o)
             if self._aligned[k] and not aligned_for_stream(o):
                 last_ok = False  # the kernel asserts alignment: write a copy
             if last_ok and not any(np.may_share_memory(o, x) for x in ins):
@@ -520,9 +526,7 @@ class HalideExecutor:
                 return None
             if shape and shape[-1] > 1 and out.strides[-1] != itemsize:
                 return None
-            if not out.flags.c_contiguous and any(s % itemsize and n > 1
-                                                  for s, n in zip(out.strides, out.shape)):
-                # a field of a packed structured array: rows 17 bytes apart
+            if not out.flags.c_contiguous and not _whole_items(out):
                 return None
             if aligned and not aligned_for_stream(out):
                 return None

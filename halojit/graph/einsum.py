@@ -152,10 +152,10 @@ def einsum(subscripts, operands, dtype=None):
             raise ShapeError(f"np.einsum: output index {c!r} is not in any operand"
                              f"{format_loc(loc)}.")
     if dtype is None:  # numpy casts every operand to the common dtype before any product
-        common = np.result_type(*[o.dtype if isinstance(o, TracedArray) else np.asarray(o).dtype
-                                  for o in ops])
-        dtype = common if any(np.asarray(o).dtype != common if not isinstance(o, TracedArray)
-                              else o.dtype != common for o in ops) else None
+        dts = [o.dtype if isinstance(o, TracedArray) else np.asarray(o).dtype for o in ops]
+        common = np.result_type(*dts)
+        if any(d != common for d in dts):
+            dtype = common
     if dtype is not None:
         ops = [np.asarray(o).astype(dtype) if not isinstance(o, TracedArray) else o.astype(dtype)
                for o in ops]

@@ -14,6 +14,7 @@ import os
 import halide as hl
 
 from ..errors import HalojitError
+from ..graph.passes.flatten import merge_trailing
 from ..graph.ops.reduce import SCANS, SCATTERS, SORTS
 from .col_reduce import COL_REDUCE, apply_col_reduce, col_reduce_fits
 from .full_reduce import FULL_REDUCE, apply_full_reduce, full_reduce_fits
@@ -140,9 +141,10 @@ def elementwise_fits(graph) -> bool:
     if len(graph.outputs) != 1:
         return False
     out = graph.outputs[0].aval
-    if out.ndim < 1 or flat_axes(out.shape)[1] < 16:
+    k, width = flat_axes(out.shape) if out.ndim else (1, 0)
+    if width < 16:
         return False
-    short = flat_axes(out.shape)[0] > 1
+    short = k > 1
     return all(n.op in ("input", "constant", "take") or inlines(n)
                or (short and n.op in SHORT_AXIS_VIEWS) for n in graph.nodes)
 
@@ -169,12 +171,9 @@ def flat_axes(shape) -> tuple[int, int]:
     of ``shape`` as one of ``width`` elements. k is 1 unless the last axis
     is shorter than 16: an HWC image's 3 channels, a batch of (..., 2)
     points. Then the trailing axes are fused until FLAT_WIDTH wide."""
-    k, width = 1, shape[-1] if shape else 1
-    if width < 16:
-        while k < len(shape) and width < FLAT_WIDTH:
-            k += 1
-            width *= shape[-k]
-    return k, width
+    if not shape or shape[-1] >= 16:
+        return 1, shape[-1] if shape else 1
+    return merge_trailing(shape, FLAT_WIDTH)
 
 
 def _vectorize(f, var, factor: int):

@@ -21,13 +21,15 @@ from ..ops.reduce import REDUCERS
 from .rewrite import rebuild
 
 
-def _merged_width(shape) -> int:
-    """How many trailing axes of ``shape`` merge into one of SPLIT_MIN or more."""
-    k, width = 1, shape[-1]
-    while k < len(shape) and width < SPLIT_MIN:
+def merge_trailing(shape, width_min: int) -> tuple[int, int]:
+    """(k, width): the last ``k`` axes of ``shape`` merged into one of
+    ``width`` elements, the fewest that reach ``width_min`` (all of them
+    when none do)."""
+    k, width = 1, shape[-1] if shape else 1
+    while k < len(shape) and width < width_min:
         k += 1
         width *= shape[-k]
-    return k
+    return k, width
 
 
 def flatten_full_reductions(graph: Graph) -> Graph:
@@ -39,7 +41,7 @@ def flatten_full_reductions(graph: Graph) -> Graph:
         if (len(shape) < 2 or shape[-1] >= SPLIT_MIN or x.aval.size < FULL_REDUCE_MIN
                 or tuple(sorted(n.params["axes"])) != tuple(range(len(shape)))):
             return None
-        k = _merged_width(shape)
+        k, _ = merge_trailing(shape, SPLIT_MIN)
         lead = 1
         for d in shape[:len(shape) - k]:
             lead *= d

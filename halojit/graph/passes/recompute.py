@@ -82,7 +82,7 @@ def recompute_after_full_reductions(graph: Graph) -> Graph:
     def copy(m: Node, blocking: tuple) -> Node:
         key = (m, blocking)
         if key not in copies:
-            for c in _cone(m):
+            for c in cones[m]:
                 if (c, blocking) not in copies:
                     copies[(c, blocking)] = c.replace(inputs=tuple(
                         copies.get((i, blocking), env[i]) for i in c.inputs))
@@ -103,9 +103,10 @@ def recompute_after_full_reductions(graph: Graph) -> Graph:
         large = n.aval.size >= FULL_REDUCE_MIN or n in is_full
         inputs = []
         for i in n.inputs:
-            cone = cones[i] if i in cones else cones.setdefault(i, _cone(i))
-            # None: not cheap; []: an input or constant
-            blocking = frozenset(r for r in others if any(c in below[r] for c in cone or ()))
+            if i not in cones:
+                cones[i] = _cone(i)  # None: not cheap; []: an input or constant
+            blocking = frozenset(r for r in others
+                                 if any(c in below[r] for c in cones[i] or ()))
             if blocking and large and i.aval.size > 1:
                 # a reduction's copy is its own: not shared with its siblings
                 # nor with the values computed after it
