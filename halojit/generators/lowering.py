@@ -108,8 +108,12 @@ class Lowerer:
 
     def __init__(self, graph: Graph, name: str, matmul_block: int | None = None,
                  strict_wrap: bool = False, fast_math: bool = False,
-                 col_chunks: int | None = None, lanes: int = LANES, gpu: bool = False):
+                 col_chunks: int | None = None, lanes: int = LANES, gpu: bool = False,
+                 guard_inputs: bool = False):
         self.graph = graph
+        # an autoscheduler schedules this group, which reads part of an
+        # intermediate: every input index is clamped (_guard_all)
+        self.guard_inputs = guard_inputs
         # a GPU target: full reductions combine their partials per chunk
         # first (lower_reduce), so that no thread loops over all of them
         self.gpu = gpu
@@ -208,8 +212,9 @@ class Lowerer:
             p = hl.ImageParam(H.storage_type(node.dtype), node.aval.ndim, f"in{i}")
             self.params.append(p)
             dt = node.dtype
+            clamp = _guard_all if self.guard_inputs else _clamp_short
             self.env[node] = Lazy(node.shape, dt, (lambda p, dt, shape: lambda idx: H.from_storage(
-                p[tuple(reversed(_clamp_short(idx, shape)))] if idx else p[()], dt))(
+                p[tuple(reversed(clamp(idx, shape)))] if idx else p[()], dt))(
                     p, dt, node.shape))
         for node in self.graph.nodes:
             if node.op == "input":
@@ -274,6 +279,29 @@ def _clamp_short(idx, shape):
     template's column vectors shift the same way on a one-column B, "Input
     buffer in1 is accessed at -15" for (1, 64) @ (64, 1) with an epilogue."""
     return [hl.clamp(i, 0, n - 1) if n < SHORT_AXIS else i for i, n in zip(idx, shape)]
+
+
+# ops that can read part of a value computed in the group: where an
+# autoscheduler schedules such a group, its input reads are guarded
+# (_guard_all). Not every group: the clamps cost 20% on a uint8 (1080,
+# 1920, 3) image's astype + transpose under Adams2019 (1.32 -> 1.60 ms).
+PART_READS = frozenset({"slice", "concatenate", "pad"})
+
+
+def _guard_all(idx, shape):
+    """Input indices of a group an autoscheduler schedules: _clamp_short's
+    clamp on short axes, and a clamp marked ``likely`` in range on the
+    others, as Halide's boundary conditions do, so that loop partitioning
+    gives the loops' steady state plain vector loads.
+
+    Adams2019 sizes a producer's ShiftInwards split from its region at one
+    iteration of the consumer's loop; where that region varies (the
+    producer read in full and through a narrow slice, ``t + t[:, :1]`` of
+    a transposed (64, 64, 1) input, or one row of it, ``x.T[7][:, None] +
+    x.T[..., None]``), an iteration whose region is shorter than the split
+    starts before 0: "Input buffer in0 is accessed at -15"."""
+    return [hl.clamp(i, 0, n - 1) if n < SHORT_AXIS else hl.clamp(hl.likely(i), 0, n - 1)
+            for i, n in zip(idx, shape)]
 
 
 # -- elementwise -----------------------------------------------------------------------
@@ -1271,8 +1299,14 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
             mm = next(n for n in graph.nodes if n.op == "matmul")
             block = matmul_block(dict(spec.params), mm.dtype.itemsize, native_lanes(target, 16))
             wrap = target is not None and target.has_feature(hl.TargetFeature.StrictFloat)
+    from ..schedules.gpu import APPLY as GPU_TEMPLATES
+    from ..schedules.templates import TEMPLATES
+    autoscheduled = spec is not None and spec.name not in (*TEMPLATES, "none") \
+        and spec.name not in GPU_TEMPLATES
+    guard = autoscheduled and any(n.op in PART_READS and any(i.op != "input" for i in n.inputs)
+                                  for n in graph.nodes)
     lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, partial_lanes(target),
-                 gpu=target is not None and target.has_gpu_feature())
+                 gpu=target is not None and target.has_gpu_feature(), guard_inputs=guard)
     pipeline, params, outputs = lw.lower()
     lowered = LoweredGroup(pipeline, params, outputs, lw.stages, graph)
     if wrap:

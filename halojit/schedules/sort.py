@@ -100,7 +100,11 @@ def _tiles(f, g, shape, axis, lanes, steps, params, parallel) -> list[str]:
     tile = min(v * per_task, extent // v * v)
     others = [a for a in gargs if a.name() not in (ln_g.name(), ax_g.name())]
     lo, li = hl.Var("lo"), hl.Var("li")
-    g.compute_root().split(ln_g, lo, li, tile, hl.TailStrategy.ShiftInwards)
+    # all lanes, whatever the outputs need: a tile shifted inwards over a
+    # narrower region (one row of the sorted values, ``np.sort(x, 1)[12]``)
+    # would start before lane 0 and read the input there
+    g.compute_root().bound(ln_g, 0, extent).split(ln_g, lo, li, tile,
+                                                  hl.TailStrategy.ShiftInwards)
     if axis == ndim - 1 and n >= ROW_STORE_MIN:
         # rows in place, vectors along them (read across the network's lanes)
         g.reorder(ax_g, li, lo)

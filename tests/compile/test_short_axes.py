@@ -176,3 +176,45 @@ def test_short_last_axis_views_inline(name, shape):
         assert got.dtype == want.dtype and got.shape == want.shape
     (group,) = f.lower(x, a).groups
     assert group.scheduler.startswith("Elementwise"), group.scheduler
+
+
+# -- a value read in full and in part: tiles sized from the full extent ------------------
+PART_READS = {
+    "column beside the whole": lambda x: (lambda t: t + t[:, :1])(np.transpose(x[..., None],
+                                                                               (1, 0, 2))),
+    "one row beside the whole": lambda x: x.T[7][:, None] + x.T[..., None],
+    "short slice, size-1 axis": lambda x: x.T[:, :, None] - x.T[:, :1, None],
+}
+
+
+@pytest.mark.parametrize("shape", [(64, 64), (130, 70), (33, 70)])
+@pytest.mark.parametrize("name", sorted(PART_READS))
+def test_autoscheduled_partial_reads_stay_in_bounds(name, shape):
+    # Adams2019 sized the transposed value's ShiftInwards split from its
+    # region at a middle iteration; at the first one the region is shorter
+    # and the split read the input at -15 (lowering._guard_all)
+    fn = PART_READS[name]
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    f = halojit.trace(fn)
+    assert [g.scheduler.split(";")[0] for g in f.lower(x).groups] == ["Adams2019"]
+    np.testing.assert_array_equal(f(x), fn(x))
+
+
+SORT_PARTS = {
+    "row of a row sort": lambda x: np.sort(x, axis=1)[12],
+    "rows of a row sort": lambda x: np.sort(x, axis=1)[:2],
+    "column of a column sort": lambda x: np.sort(x, axis=0)[:, 5],
+    "columns of a column argsort": lambda x: np.argsort(x, axis=0, kind="stable")[:, :3],
+}
+
+
+@pytest.mark.parametrize("shape", [(64, 64), (64, 16, 1), (16, 64, 1)])
+@pytest.mark.parametrize("name", sorted(SORT_PARTS))
+def test_part_of_a_sort(name, shape):
+    # the Sort template's tile of lanes is sized from the whole axis; asked
+    # for one row it started before lane 0 ("accessed at -51")
+    fn = SORT_PARTS[name]
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    f = halojit.trace(fn)
+    assert f.lower(x).groups[0].scheduler.startswith("Sort")
+    np.testing.assert_array_equal(f(x), fn(x))
