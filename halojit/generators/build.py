@@ -18,7 +18,7 @@ import numpy as np
 from ..config import get_config
 from ..graph.fusion import Group, group_graph, group_key, partition
 from ..graph.ir import Graph, Node
-from ..graph.passes.flatten import flatten_full_reductions
+from ..graph.passes.flatten import flatten_col_reductions, flatten_full_reductions
 from ..graph.passes.matmul import split_long_matmuls
 from ..graph.passes.recompute import recompute_after_full_reductions
 from ..runtime.cache import halide_version, is_valid_so, kernel_dir, tuning_db_path
@@ -26,7 +26,7 @@ from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, pa
 from .streaming import ALIGN, aligned_for_stream, alignable, prefetch_inputs, stream_outputs
 
 # Bump when lowering or a template changes what a cached kernel computes or how.
-CODEGEN_VERSION = "49"
+CODEGEN_VERSION = "50"
 # Groups whose values all have fewer elements are scheduled without parallel
 # loops: waking the thread pool costs more than it saves. Medians, 2-core VM,
 # kernel us, parallel / serial: softmax (16,1024) 22.6 / 18.6, (32,1024)
@@ -565,7 +565,7 @@ def codegen_graph(graph: Graph, target) -> Graph:
     ``dump`` both start here."""
     if target.has_gpu_feature():
         return graph
-    graph = flatten_full_reductions(split_long_matmuls(graph))
+    graph = flatten_col_reductions(flatten_full_reductions(split_long_matmuls(graph)))
     return recompute_after_full_reductions(graph)
 
 

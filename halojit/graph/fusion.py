@@ -93,6 +93,49 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
         members = set(g.nodes)
         return all(i.aval.size == 1 for i in n.inputs if i in members)
 
+    def reduces_reduced(g) -> bool:
+        """Whether ``n`` is a reduction of a value of ``g`` computed from a
+        reduction over leading axes in ``g`` of FULL_REDUCE_MIN or more
+        elements and smaller than that one's input: the second stage of a
+        two-stage reduction (passes/flatten.py's column reductions); not
+        ``x.std(axis=0)``'s second sum, of ``x - mean``. It starts a
+        group of its own, so that the first stage's group fits a reduction
+        template: Adams2019 took the (2**20, 3) float32 column sum as one
+        group of both stages in 1.9 ms, ColReduce and a small second group
+        0.24 (2-core Zen 4 VM, one core)."""
+        if REGISTRY[n.op].trait != REDUCTION:
+            return False
+        members = set(g.nodes)
+        for i in n.inputs:
+            seen, todo = set(), [i]
+            while todo:
+                m = todo.pop()
+                if m in seen or m not in members:
+                    continue
+                seen.add(m)
+                if REGISTRY[m.op].trait == REDUCTION:
+                    src = m.inputs[0].aval
+                    if src.ndim - 1 not in m.params["axes"] and \
+                            FULL_REDUCE_MIN <= src.size and i.aval.size < src.size:
+                        return True
+                todo.extend(m.inputs)
+        return False
+
+    def after_small(g) -> bool:
+        """Whether ``n`` is a large value that reads only small values of
+        ``g``, a group whose reductions all reduce small values (a
+        two-stage reduction's second stage): ``x - x.mean(axis=0)`` of
+        (2**20, 3) float32. It starts a group of its own, which a template
+        schedules, where Adams2019 scheduled the whole as a small group,
+        in one thread: 16 ms, against 0.93 apart (2-core Zen 4 VM)."""
+        if n.aval.size < FULL_REDUCE_MIN:
+            return False
+        reductions = [m for m in g.nodes if REGISTRY[m.op].trait == REDUCTION]
+        members = set(g.nodes)
+        return bool(reductions) and all(
+            m.inputs[0].aval.size < FULL_REDUCE_MIN for m in reductions) and all(
+            i.aval.size < FULL_REDUCE_MIN for i in n.inputs if i in members)
+
     def is_prologue(g, n):
         """A reduction-free group read only by ``n``: a matmul absorbs it
         (a transpose or cast of its operand costs nothing inside the loop)."""
@@ -141,7 +184,9 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
         elif feeds_matmul_alone(n, producers):
             candidates = []
         else:
-            candidates = [g for g in producers if can_join(g) and not after_full(g)]
+            candidates = [g for g in producers
+                          if can_join(g) and not after_full(g) and not reduces_reduced(g)
+                          and not after_small(g)]
         # try joining all candidate groups at once, then each alone, largest first
         subsets = [candidates] if len(candidates) > 1 else []
         subsets += [[c] for c in sorted(candidates, key=lambda g: -len(g.nodes))]

@@ -132,7 +132,7 @@ def apply_col_reduce(lowered, params) -> str:
     for st in lowered.stages:
         f = st.func
         if st.kind == "colpart":
-            lines += _schedule_part(st, vector, unroll, parallel)
+            lines += _schedule_part(st, vector, unroll, parallel, lowered)
         elif st.kind == "reduce":  # the chunks combined: a row of accumulators
             f.compute_root()
             lines.append(f"{f.name()}.compute_root()")
@@ -185,7 +185,7 @@ def _extent(args, shape, var) -> int:
     return next(n for a, n in zip(args, reversed(shape)) if a.name() == var.name())
 
 
-def _schedule_part(st, vector: int, unroll: int, parallel: int) -> list:
+def _schedule_part(st, vector: int, unroll: int, parallel: int, lowered) -> list:
     """The chunk partials: computed at root; the update walks the input in
     memory order with the last axis vectorized and, inside each vector of
     accumulators, ``unroll`` rows of the innermost reduced axis unrolled."""
@@ -249,5 +249,6 @@ def _schedule_part(st, vector: int, unroll: int, parallel: int) -> list:
     if par is not None:
         upd.parallel(par)
         lines.append(f"{part.name()}.update().parallel({par.name()})")
-    return lines
+    from .templates import specialize_dense_inputs
+    return lines + specialize_dense_inputs(upd, lowered, f"{part.name()}.update()")
 

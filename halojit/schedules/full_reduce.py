@@ -68,7 +68,7 @@ def _interleave(params, chunks: int) -> int:
 
 
 def apply_full_reduce(lowered, params) -> str:
-    from .templates import dense_condition, schedule_rows
+    from .templates import schedule_rows, specialize_dense_inputs
     parts = [st for st in lowered.stages if st.kind == "partial"]
     others = [st for st in lowered.stages if st.kind not in ("partial", "reduce")]
     if len(parts) != 1 or any(st.func.has_update_definition() for st in others):
@@ -102,14 +102,7 @@ def apply_full_reduce(lowered, params) -> str:
         upd.reorder(lane, *rvars, *pargs[2:], chunk).vectorize(lane).parallel(chunk)
         lines.append(f"{part.name()}.update().reorder(lane, r..., outputs, chunk)"
                      ".vectorize(lane).parallel(chunk)")
-    if any(n.op == "reshape" for n in lowered.graph.nodes):
-        # merged axes (passes/flatten.py: img.sum() of (512, 512, 3)): a
-        # copy of the partials for dense inputs, whose loads are vectors
-        dense = dense_condition([(p, x.shape, len(x.shape)) for p, x in
-                                 zip(lowered.params, lowered.graph.inputs)])
-        if dense is not None:
-            upd.specialize(dense)
-            lines.append(f"{part.name()}.update().specialize(dense inputs)")
+    lines += specialize_dense_inputs(upd, lowered, f"{part.name()}.update()")
     for out, node in zip(lowered.outputs, lowered.graph.outputs):
         # an output of the array's size (x - x.min(), x / x.sum()): a second
         # pass, vectorized and in parallel. Unscheduled, it ran serially and

@@ -734,6 +734,22 @@ def _specialize_dense(lowered, shape, k: int) -> str:
     return f"{lowered.outputs[0].name()}.specialize(dense over the last {k} axes)"
 
 
+def specialize_dense_inputs(stage, lowered, what: str) -> list[str]:
+    """A copy of ``stage`` (a reduction's update) for the call where every
+    input is dense, in a group that reads one through a reshape merging
+    axes (passes/flatten.py: ``img.sum()`` of (512, 512, 3), column sums
+    keeping 3 elements): its merged index is then the address, and the
+    loads vectors rather than per-lane gathers."""
+    if not any(n.op == "reshape" for n in lowered.graph.nodes):
+        return []
+    dense = dense_condition([(p, x.shape, len(x.shape)) for p, x in
+                             zip(lowered.params, lowered.graph.inputs)])
+    if dense is None:
+        return []
+    stage.specialize(dense)
+    return [f"{what}.specialize(dense inputs)"]
+
+
 def dense_condition(buffers):
     """The condition (an hl.Expr, or None when always true) that each
     (Halide buffer, numpy shape, k) is dense over its last k axes: every

@@ -44,14 +44,18 @@ FUNCS = {
 }
 
 
-def traced(fn, *args, **options):
+def traced(fn, *args, first=False, **options):
+    """The traced function and its one group (``first``: its first)."""
     f = halojit.trace(fn, **options)
-    (g,) = f.lower(*args).groups
+    groups = f.lower(*args).groups
+    if first:
+        return f, groups[0]
+    (g,) = groups
     return f, g
 
 
-def check(fn, x, rtol=None, atol=None, **options):
-    f, g = traced(fn, x, **options)
+def check(fn, x, rtol=None, atol=None, first=False, **options):
+    f, g = traced(fn, x, first=first, **options)
     with np.errstate(invalid="ignore", over="ignore"):
         want = fn(x)
         if x.dtype.kind == "f":
@@ -71,7 +75,9 @@ def test_default_col_reduce_matches_numpy(name, width):
     x = rand(rows_for(width), width, seed=width)
     x[3, 0] = np.nan
     x[5, width - 1] = np.inf
-    g = check(FUNCS[name], x, rtol=2e-5, atol=1e-5)
+    # 5 kept elements: 32 rows of 5 reduce as one row of 160, then the
+    # partials in a second kernel (passes/flatten.py)
+    g = check(FUNCS[name], x, rtol=2e-5, atol=1e-5, first=width < 16)
     assert g.scheduler.startswith("ColReduce"), g.scheduler
     assert "parallel(chunk)" in g.schedule
 
