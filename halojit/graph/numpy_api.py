@@ -282,8 +282,22 @@ def reduction(name, x, axis=None, keepdims=False, dtype=None, ddof=0):
         return _mean(ctx, x, axes, keepdims, dtype, loc)
     if name in ("var", "std"):
         v = _var(ctx, x, axes, keepdims, dtype, ddof, loc)
-        return np.sqrt(v) if name == "std" else v
+        return std_of_var(v, "std", loc) if name == "std" else v
     raise UnsupportedError(f"reduction {name!r}")
+
+
+def std_of_var(v, fname, loc):
+    """np.sqrt of a variance as numpy's std takes it: in place, so a variance
+    in an integer or bool dtype= raises when it is an array; a 0-d one is a
+    numpy scalar and is cast back to its dtype (np.int32(sqrt(v)))."""
+    r = np.sqrt(v)
+    if r.dtype == v.dtype:
+        return r
+    if v.ndim:
+        raise DTypeError(f"np.{fname}: cannot cast ufunc 'sqrt' output from {r.dtype} to the "
+                         f"dtype= {v.dtype} with casting rule 'same_kind'{format_loc(loc)}; "
+                         "expected an inexact dtype= (float16, float32 or float64).")
+    return r.astype(v.dtype)
 
 
 def _count(shape, axes):
@@ -365,7 +379,7 @@ def _reduce_where_initial(name, a, axis, keepdims, dtype, ddof, initial, where_)
         if name == "mean":
             return _mean(ctx, a, axes, bool(keepdims), dtype, loc, mask)
         v = _var(ctx, a, axes, bool(keepdims), dtype, ddof, loc, mask)
-        return np.sqrt(v) if name == "std" else v
+        return std_of_var(v, "std", loc) if name == "std" else v
     if name in ("max", "min"):
         ufunc = np.maximum if name == "max" else np.minimum
         if not has_init:

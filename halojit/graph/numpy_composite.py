@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import UnsupportedError, format_loc
 from .numpy_api import (COMPOSITE_LOOPS, COMPOSITE_UFUNCS, _along_last, _array, _ctx_of, _tr,
-                        _unsupported_kw, common_dtype, implements)
+                        _unsupported_kw, common_dtype, implements, std_of_var)
 from .ops import normalize_axes, normalize_axis
 from .tracer import TracedArray, user_loc
 
@@ -103,6 +103,13 @@ implements(np.nancumsum)(_nan_scan("nancumsum", np.cumsum, 0))
 implements(np.nancumprod)(_nan_scan("nancumprod", np.cumprod, 1))
 
 
+def _check_inexact(fname, dtype):
+    """numpy's nanmean/nanvar/nanstd of a float array refuse an integer or bool dtype=."""
+    if dtype is not None and np.dtype(dtype).kind != "f":
+        raise TypeError(f"np.{fname}: if a is inexact, then dtype must be inexact; expected "
+                        f"a float dtype=, got {np.dtype(dtype)}{format_loc(user_loc())}.")
+
+
 def _divide_by_count(total, count):
     """numpy's nan-function division: computed in the promoted dtype (float32
     by an intp count is float64), stored back in the total's dtype."""
@@ -117,6 +124,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=np._NoValue, *, where=n
     keep = _keep(keepdims)
     if mask is None:
         return np.mean(arr, axis=axis, dtype=dtype, keepdims=keep)
+    _check_inexact("nanmean", dtype)
     count = np.sum(~mask, axis=axis, dtype=np.intp, keepdims=keep)
     total = np.sum(arr, axis=axis, dtype=dtype, keepdims=keep)
     return _divide_by_count(total, count)  # 0 / 0 for an all-NaN slice: NaN, as numpy
@@ -140,6 +148,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
     keep = _keep(keepdims)
     if mask is None:
         return np.var(arr, axis=axis, dtype=dtype, ddof=ddof, keepdims=keep)
+    _check_inexact("nanvar", dtype)
     count = np.sum(~mask, axis=axis, dtype=np.intp, keepdims=True)
     avg = _divide_by_count(np.sum(arr, axis=axis, dtype=dtype, keepdims=True), count)
     dev = np.where(mask, 0, (arr - avg).astype(arr.dtype))  # numpy subtracts in place
@@ -153,7 +162,8 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
            where=np._NoValue, mean=np._NoValue, correction=np._NoValue):
     _no_extras("nanstd", out=out, where=where, mean=mean)
-    return np.sqrt(nanvar(a, axis, dtype, None, _ddof(ddof, correction), keepdims))
+    var = nanvar(a, axis, dtype, None, _ddof(ddof, correction), keepdims)
+    return std_of_var(var, "nanstd", user_loc())
 
 
 def _nan_extreme(name, skip_nan):

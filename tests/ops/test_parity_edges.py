@@ -1,0 +1,57 @@
+"""numpy-parity edge cases found by differential fuzzing (fuzz27a/b): each
+case is a function and its arguments; halojit must give numpy's value,
+dtype and shape, or raise an exception of the builtin class numpy raises
+(TypeError for numpy's UFuncTypeError, ValueError for AxisError, ...)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import assert_matches_numpy, jit, numpy_eager
+
+F32_NAN = np.array([1.5, np.nan, 2.5], np.float32)
+I16_32 = np.arange(6, dtype=np.int16).reshape(3, 2)
+
+CASES = {
+    # nan-reductions of a float array refuse an integer dtype= (numpy TypeError)
+    "nanmean-int-dtype": (lambda a: np.nanmean(a, dtype=np.int32), [F32_NAN]),
+    "nanvar-int-dtype": (lambda a: np.nanvar(a, axis=0, dtype=np.int64), [F32_NAN]),
+    "nanstd-int-dtype": (lambda a: np.nanstd(a, dtype=np.int32), [F32_NAN]),
+    "nanmean-float-dtype": (lambda a: np.nanmean(a, dtype=np.float64), [F32_NAN]),
+    "nanstd-int-input": (lambda a: np.nanstd(a, axis=0, dtype=np.int64), [I16_32]),
+    "nanstd-int-input-0d": (lambda a: np.nanstd(a, dtype=np.int64), [I16_32]),
+    # std/var with an integer dtype=: the variance is an integer; numpy's sqrt
+    # is in place, so an array std raises and a 0-d one is cast back
+    "var-int-dtype-axis": (lambda a: np.var(a, axis=0, dtype=np.int64), [I16_32]),
+    "var-int-dtype": (lambda a: np.var(a, dtype=np.int8), [I16_32]),
+    "std-int-dtype-axis": (lambda a: np.std(a, axis=0, dtype=np.int64), [I16_32]),
+    "std-int-dtype-keepdims": (lambda a: np.std(a, dtype=np.int64, keepdims=True), [I16_32]),
+    "std-int-dtype-full": (lambda a: np.std(a, dtype=np.int64), [I16_32]),
+    "std-0d-int-dtype": (lambda a: np.std(a, dtype=np.int32), [np.array(5, np.int64)]),
+    "std-float-to-int-dtype": (lambda a: np.std(a.astype(np.float32) * 7, dtype=np.int32),
+                               [I16_32]),
+    "std-where-int-dtype": (lambda a: np.std(a, axis=1, dtype=np.int32, where=a > 0),
+                            [I16_32]),
+    "std-bool-dtype": (lambda a: np.std(a, axis=0, dtype=bool), [I16_32]),
+}
+
+LEVELS = [0, 3]
+
+
+def _builtin_class(exc):
+    """The first builtin class of numpy's exception (TypeError for UFuncTypeError)."""
+    return next(c for c in type(exc).__mro__ if c.__module__ == "builtins")
+
+
+@pytest.mark.parametrize("opt_level", LEVELS)
+@pytest.mark.parametrize("name", list(CASES))
+def test_matches_numpy(name, opt_level):
+    fn, args = CASES[name]
+    try:
+        numpy_eager(fn, *args)
+    except Exception as ex:  # noqa: BLE001 - numpy's class is the expectation
+        with pytest.raises(_builtin_class(ex)):
+            jit(fn, opt_level)(*args)
+        return
+    assert_matches_numpy(fn, args, opt_level)
