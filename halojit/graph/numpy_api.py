@@ -619,6 +619,8 @@ def where(cond, x=None, y=None):
     c = ctx.cast(cond, np.bool_, loc)
     nodes = [ctx.as_node(v, loc) for v in (x, y)]
     dt, weak = common_dtype(nodes)
+    if weak:  # Python scalars only: numpy promotes them by kind, so 2**63 with 0 is int64 (wrapped)
+        dt = np.result_type(*[_weak_repr(n) for n in nodes])
     check_dtype(dt, "np.where", loc)
     if weak:
         nodes = [ctx.weak_cast(n, dt, loc) for n in nodes]

@@ -230,11 +230,14 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValu
 @implements(np.isclose)
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     x, y = (v if isinstance(v, (TracedArray, int, float)) else np.asarray(v) for v in (a, b))
-    if isinstance(y, int):
+    if isinstance(y, TracedArray) and y._node.aval.weak:  # a Python scalar argument: float(y)
+        y = TracedArray(y._ctx.weak_cast(y, np.float64, user_loc()), y._ctx)
+    elif isinstance(y, int):
         y = float(y)
     elif not isinstance(y, float):  # compared as float: numpy's result_type(y, 1.0)
         y = y.astype(np.result_type(y.dtype, 1.0))
-    r = (np.less_equal(np.abs(x - y), atol + rtol * np.abs(y)) & np.isfinite(y)) | (x == y)
+    # builtin abs, as numpy's: abs of a Python float stays weak (np.abs would make it float64)
+    r = (np.less_equal(abs(x - y), atol + rtol * abs(y)) & np.isfinite(y)) | (x == y)
     if equal_nan:
         r = r | (np.isnan(x) & np.isnan(y))
     return r

@@ -11,6 +11,8 @@ import pytest
 from helpers import assert_matches_numpy, jit, numpy_eager
 
 F32_NAN = np.array([1.5, np.nan, 2.5], np.float32)
+BOOLS = np.array([True, False])
+F16_INF = np.array([1, np.inf, -np.inf, 60000], np.float16)
 I16_32 = np.arange(6, dtype=np.int16).reshape(3, 2)
 
 CASES = {
@@ -34,6 +36,19 @@ CASES = {
     "std-where-int-dtype": (lambda a: np.std(a, axis=1, dtype=np.int32, where=a > 0),
                             [I16_32]),
     "std-bool-dtype": (lambda a: np.std(a, axis=0, dtype=bool), [I16_32]),
+    # np.where of Python scalars only: promoted by kind (int64), 2**63 wraps
+    "where-2**63": (lambda c: np.where(c, 2**63, 0), [BOOLS]),
+    "where-2**63-both": (lambda c: np.where(c, 2**63, 2**63), [BOOLS]),
+    "where-2**64-1": (lambda c: np.where(c, 2**64 - 1, -1), [BOOLS]),
+    "where-2**63-float": (lambda c: np.where(c, 2**63, 1.5), [BOOLS]),
+    "where-2**63-arg": (lambda c, s: np.where(c, s, 0), [BOOLS, 2**63]),
+    # np.isclose: y a Python int is compared as a weak float, and abs(y) stays weak
+    "isclose-f16-big-int": (lambda a: np.isclose(a, 2**40), [F16_INF]),
+    "isclose-f16-big-float": (lambda a: np.isclose(a, 1e12), [F16_INF]),
+    "isclose-f16-big-int-arg": (lambda a, s: np.isclose(a, s), [F16_INF, 2**40]),
+    "isclose-f16-float-arg": (lambda a, s: np.isclose(a, s), [F16_INF, 1e12]),
+    "isclose-f32-int-arg": (lambda a, s: np.isclose(a, s), [F16_INF.astype(np.float32), 1]),
+    "allclose-f16-big-int": (lambda a: np.allclose(a[1:], 2**40), [F16_INF]),
 }
 
 LEVELS = [0, 3]
