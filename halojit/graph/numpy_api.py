@@ -351,6 +351,22 @@ def _scalar_as(value, dtype):
     return np.array(value, dtype=dtype)
 
 
+def stored_as(value, dtype, what, loc):
+    """A static ``value`` stored into a ``dtype`` array as numpy's setitem
+    stores it (``a[0] = value``): NaN into an integer array is numpy's
+    ValueError, a value out of a signed type's range its OverflowError, an
+    unsigned type wraps. Returns the stored value as a Python scalar."""
+    cell = np.zeros(1, dtype)
+    try:
+        with np.errstate(all="ignore"):
+            cell[0] = np.asarray(value).ravel()[0]
+    except (ValueError, OverflowError) as ex:
+        raise type(ex)(f"{what}={value!r} cannot be stored in a {np.dtype(dtype)} array "
+                       f"({ex}){format_loc(loc)}; expected a value that fits "
+                       f"{np.dtype(dtype)}.") from None
+    return cell[0].item()
+
+
 def _masked_fill(x, mask, fill):
     """x where ``mask``, else ``fill`` in x's own dtype (the reduction's identity)."""
     return where(mask, x, np.asarray(fill).astype(x.dtype))
@@ -1235,6 +1251,21 @@ def pad(array, pad_width, mode="constant", **kwargs):
     value = kwargs.pop("constant_values", 0)
     if kwargs:
         raise UnsupportedError(f"np.pad: arguments {sorted(kwargs)} are not supported{format_loc(loc)}.")
+    if isinstance(pad_width, dict):  # numpy >= 2.3: {axis: width or (before, after)}, others 0
+        seq = [(0, 0)] * a.ndim
+        for axis, width in pad_width.items():
+            if type(width) is int:
+                width = (width, width)
+            if not (type(width) is tuple and len(width) == 2
+                    and all(type(w) is int for w in width)):
+                raise TypeError(f"np.pad: a dict pad_width maps an axis to an int or a tuple "
+                                f"(before, after) of ints; got {width!r} for axis {axis}"
+                                f"{format_loc(loc)}.")
+            seq[normalize_axis(axis, a.ndim, "pad", loc)] = width
+        pad_width = seq
+    if np.asarray(pad_width).dtype.kind not in "iu":
+        raise TypeError(f"np.pad: `pad_width` must be of integral type, got "
+                        f"{pad_width!r}{format_loc(loc)}.")
     try:
         widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (a.ndim, 2))
     except ValueError:
@@ -1247,7 +1278,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
     widths = tuple((int(lo), int(hi)) for lo, hi in widths)
     if a.ndim == 0:
         return a  # numpy pads no axis of a 0-d array
-    v = np.asarray(value).astype(a.dtype).item() if mode == "constant" else 0
+    v = stored_as(value, a.dtype, "np.pad: constant_values", loc) if mode == "constant" else 0
     return ctx.emit("pad", [a], {"pad_width": widths, "mode": mode, "value": v}, loc)
 
 

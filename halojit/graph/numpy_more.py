@@ -151,9 +151,15 @@ def insert(arr, obj, values, axis=None):
     n = arr.shape[axis]
     pos = _static_positions(obj, "insert")
     idx = pos if isinstance(pos, slice) else np.asarray(pos)
-    values = _array(values)
-    vals = _traced(values).astype(arr.dtype) if isinstance(values, TracedArray) else \
-        np.asarray(values, dtype=arr.dtype)
+    if isinstance(values, TracedArray):
+        vals = _traced(_array(values)).astype(arr.dtype)
+    else:  # numpy's own np.array(values, dtype=): -1.5 into uint16 is its OverflowError
+        try:
+            vals = np.array(values, dtype=arr.dtype)
+        except (ValueError, OverflowError) as ex:
+            raise type(ex)(f"np.insert: values {values!r} cannot be stored in a {arr.dtype} "
+                           f"array ({ex}){format_loc(user_loc())}; expected values that fit "
+                           f"{arr.dtype}.") from None
     vals = np.reshape(vals, (1,) * (arr.ndim - vals.ndim) + tuple(np.shape(vals)))
     if not isinstance(idx, slice) and idx.size == 1:
         if idx.ndim == 0:  # numpy: values[0] goes along the axis (a[:, 0:1] = ...)

@@ -13,6 +13,9 @@ from helpers import assert_matches_numpy, jit, numpy_eager
 F32_NAN = np.array([1.5, np.nan, 2.5], np.float32)
 BOOLS = np.array([True, False])
 F16_INF = np.array([1, np.inf, -np.inf, 60000], np.float16)
+U16 = np.arange(3, dtype=np.uint16)
+I32 = np.arange(3, dtype=np.int32)
+ONES22 = np.ones((2, 2))
 I16_32 = np.arange(6, dtype=np.int16).reshape(3, 2)
 
 CASES = {
@@ -49,6 +52,27 @@ CASES = {
     "isclose-f16-float-arg": (lambda a, s: np.isclose(a, s), [F16_INF, 1e12]),
     "isclose-f32-int-arg": (lambda a, s: np.isclose(a, s), [F16_INF.astype(np.float32), 1]),
     "allclose-f16-big-int": (lambda a: np.allclose(a[1:], 2**40), [F16_INF]),
+    # values stored as numpy stores them: out of range or NaN raises, as numpy
+    "insert-u16-neg-float": (lambda a: np.insert(a, 0, -1.5), [U16]),
+    "insert-u16-list": (lambda a: np.insert(a, [0, 1], [1, -1.5]), [U16]),
+    "insert-i8-300": (lambda a: np.insert(a, 1, 300), [U16.astype(np.int8)]),
+    "insert-i32-nan": (lambda a: np.insert(a, 1, np.nan), [I32]),
+    "insert-i32-float": (lambda a: np.insert(a, 1, 2.7), [I32]),
+    "pad-i32-nan": (lambda a: np.pad(a, 1, constant_values=np.nan), [I32]),
+    "pad-i32-inf": (lambda a: np.pad(a, 1, constant_values=np.inf), [I32]),
+    "pad-i32-f64-nan": (lambda a: np.pad(a, 1, constant_values=np.float64("nan")), [I32]),
+    "pad-i8-300": (lambda a: np.pad(a, 1, constant_values=300), [I32.astype(np.int8)]),
+    "pad-u8-300": (lambda a: np.pad(a, 1, constant_values=300), [U16.astype(np.uint8)]),
+    "pad-u8-neg-float": (lambda a: np.pad(a, 1, constant_values=-1.5), [U16.astype(np.uint8)]),
+    "pad-i32-float": (lambda a: np.pad(a, (1, 2), constant_values=-2.5), [I32]),
+    "pad-f16-big": (lambda a: np.pad(a, 1, constant_values=70000.0), [F16_INF]),
+    # pad_width: a dict (numpy >= 2.3), and only integers
+    "pad-dict": (lambda a: np.pad(a, {0: (1, 2)}), [ONES22]),
+    "pad-dict-int-neg-axis": (lambda a: np.pad(a, {-1: 1}, constant_values=3), [ONES22]),
+    "pad-dict-two": (lambda a: np.pad(a, {1: (0, 2), 0: 1}), [ONES22]),
+    "pad-dict-bad-axis": (lambda a: np.pad(a, {5: 1}), [ONES22]),
+    "pad-float-width": (lambda a: np.pad(a, 1.5), [ONES22]),
+    "pad-float-width-list": (lambda a: np.pad(a, [1, 2.0]), [ONES22]),
 }
 
 LEVELS = [0, 3]
