@@ -1754,10 +1754,10 @@ def outer(a, b, out=None):
 
 
 @implements(np.einsum)
-def einsum(subscripts, *operands, out=None, dtype=None, optimize=False, **kw):
+def einsum(subscripts, *operands, out=None, dtype=None, optimize=False, casting="safe", **kw):
     from .einsum import einsum as _einsum
     _unsupported_kw("einsum", dict(kw, out=out))
-    return _einsum(subscripts, operands, dtype)
+    return _einsum(subscripts, operands, dtype, casting)
 
 
 def _norm_axes(x, axis, fname, loc):
