@@ -574,8 +574,12 @@ def _quantile(fname, a, q, axis, method, keepdims, weights, scale):
                                f"{np.__version__} has none.") from None
     weak_q = type(q) in (int, float)
     qa = np.true_divide(q, 100) if scale == 100 else np.asanyarray(q)
+    if qa.ndim > 2:
+        raise ValueError(f"np.{fname}: q must be a scalar, 1-d or 2-d, got {qa.ndim} "
+                         f"dimensions{format_loc(loc)}.")
+    q_shape = qa.shape  # a 2-d q: computed flat, its shape leads the result
     if qa.ndim > 1:
-        raise ValueError("q must be a scalar or 1d")
+        qa = qa.reshape(-1)
     if not impl._quantile_is_valid(qa):
         lo, hi = (0, 100) if scale == 100 else (0, 1)
         raise ValueError(f"{'Percentiles' if scale == 100 else 'Quantiles'} must be in the "
@@ -606,7 +610,9 @@ def _quantile(fname, a, q, axis, method, keepdims, weights, scale):
     if nans:
         last = s[n - 1]
         r = where(np.isnan(last), last.astype(r.dtype), r)
-    return reshape(r, qa.shape + keep_shape) if keepdims else r
+    if keepdims:
+        return reshape(r, q_shape + keep_shape)
+    return reshape(r, q_shape + tuple(r.shape[qa.ndim:])) if len(q_shape) > 1 else r
 
 
 @implements(np.quantile)
@@ -760,9 +766,13 @@ def round_(a, decimals=0, out=None):
     if a.dtype.kind in "iu":
         if decimals >= 0:
             return a
-        # numpy: in float64, then cast back (np.round(1250, -2) is 1200)
-        scale = 10 ** -decimals
-        return np.rint(a.astype(np.float64) / scale).__mul__(scale).astype(a.dtype)
+        # numpy: in float64 by a Python float 10.0 ** -decimals (so decimals=-20
+        # gives 0), then cast back (np.round(1250, -2) is 1200)
+        scale = 10.0 ** -decimals
+        r = np.rint(a.astype(np.float64) / scale).__mul__(scale)
+        if a.dtype.itemsize <= 2:  # numpy's C cast goes through a C int: 260 wraps to uint8 4
+            r = r.astype(np.int32)
+        return r.astype(a.dtype)
     if decimals == 0:
         return np.rint(a)
     scale = 10.0 ** abs(decimals)
@@ -1069,6 +1079,8 @@ def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
     ctx = _ctx_of(a, prepend, append)
     a = _tr(ctx, a, loc)
     (n,) = _static_ints(n, "diff", "n", loc)
+    if n == 0:  # numpy returns a itself, before it looks at its shape, axis or prepend/append
+        return a
     if n < 0:
         raise ValueError(f"diff: order must be non-negative but got {n}{format_loc(loc)}.")
     if a.ndim == 0:
@@ -1083,8 +1095,6 @@ def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
         if e.ndim == 0:
             e = broadcast_to(e, a.shape[:ax] + (1,) + a.shape[ax + 1:])
         parts.append(e)
-    if n == 0:
-        return a
     if parts != [None, None]:
         a = concatenate([p for p in (parts[0], a, parts[1]) if p is not None], ax)
 
@@ -1111,8 +1121,8 @@ def _triangle(m, k, upper: bool, fname: str):
     ctx = _ctx_of(m)
     m = _tr(ctx, m, loc)
     (k,) = _static_ints(k, fname, "k", loc)
-    if m.ndim == 0:
-        raise ValueError(f"{fname}: expected an array of at least 1 dimension, got a 0-d one"
+    if m.ndim == 0:  # numpy's TypeError: tri() of m.shape[-2:] misses its N
+        raise TypeError(f"{fname}: expected an array of at least 1 dimension, got a 0-d one"
                          f"{format_loc(loc)}.")
     rows, cols = m.shape[-2:] if m.ndim >= 2 else (m.shape[-1], m.shape[-1])
     i = _tr(ctx, np.arange(rows, dtype=np.int64).reshape(rows, 1), loc)
@@ -1661,6 +1671,8 @@ def repeat(a, repeats, axis=None):
     a = _tr(ctx, a, loc)
     if axis is None:
         a, axis = ravel(a), 0
+    elif a.ndim == 0:  # numpy repeats a 0-d array as a 1-d one (axis 0 or -1)
+        a = reshape(a, (1,))
     axis = normalize_axis(axis, a.ndim, "repeat", loc)
     reps = np.asarray(repeats)
     if reps.dtype.kind not in "iu" and not (reps.dtype.kind == "b" or reps.size == 0):
@@ -1770,12 +1782,19 @@ def _norm_axes(x, axis, fname, loc):
     return tuple(normalize_axis(a, x.ndim, fname, loc) for a in axes)
 
 
+def _zero_if_empty(x, *axes):
+    """numpy's norms take max(..., initial=0): 0 over an empty axis. Of
+    absolute values the initial changes nothing else, so it is passed only
+    where an axis is empty."""
+    return {"initial": 0} if any(x.shape[ax] == 0 for ax in axes) else {}
+
+
 def _vector_norm(x, axes, ord, keepdims):
     """numpy's vector norms over ``axes`` (ord None or 2, 1, inf, -inf, 0 or any p)."""
     if isinstance(ord, str):
         raise ValueError(f"Invalid norm order '{ord}' for vectors")
     if ord == np.inf:
-        return np.abs(x).max(axis=axes, keepdims=keepdims)
+        return np.abs(x).max(axis=axes, keepdims=keepdims, **_zero_if_empty(x, *axes))
     if ord == -np.inf:
         return np.abs(x).min(axis=axes, keepdims=keepdims)
     if ord == 0:
@@ -1803,10 +1822,12 @@ def _matrix_norm(x, axes, ord, keepdims, loc):
         r = np.sqrt((x * x).sum(axis=axes))
     elif ord in (1, -1):
         r = np.abs(x).sum(axis=row)
-        r = (r.max if ord == 1 else r.min)(axis=col - (col > row))
+        r = r.max(axis=col - (col > row), **_zero_if_empty(r, col - (col > row))) \
+            if ord == 1 else r.min(axis=col - (col > row))
     elif ord in (np.inf, -np.inf):
         r = np.abs(x).sum(axis=col)
-        r = (r.max if ord == np.inf else r.min)(axis=row - (row > col))
+        r = r.max(axis=row - (row > col), **_zero_if_empty(r, row - (row > col))) \
+            if ord == np.inf else r.min(axis=row - (row > col))
     else:
         raise ValueError("Invalid norm order for matrices.")
     if keepdims:

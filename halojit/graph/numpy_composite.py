@@ -337,7 +337,11 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue)
     axes = None if axis is None else normalize_axes(axis, a.ndim, "average", loc)
     if weights is None:
         avg = np.mean(a, axis=axes, keepdims=keep)
-        scl = avg.dtype.type(a.size / max(avg.size, 1))
+        if avg.size == 0:  # numpy's scl = a.size / avg.size
+            raise ZeroDivisionError(f"np.average: the result of shape {avg.shape} is empty, so "
+                                    f"numpy's a.size / avg.size divides by zero{format_loc(loc)}; "
+                                    "expected an axis= that leaves a non-empty result.")
+        scl = avg.dtype.type(a.size / avg.size)
     else:
         w = _array(weights)
         res_dt = np.result_type(a.dtype, w.dtype, "f8") if a.dtype.kind in "biu" else \
@@ -804,7 +808,7 @@ def _partition(fname, op, a, kth, axis, kind, order):
         a, axis = np.reshape(a, (-1,)), 0
     n = a.shape[normalize_axis(axis, a.ndim, fname, loc)]
     for k in np.atleast_1d(np.asarray(kth)).ravel():
-        if not -n <= int(k) < n:
+        if a.size and not -n <= int(k) < n:  # numpy checks no kth of an empty array
             raise ValueError(f"kth(={int(k)}) out of bounds ({n})")
     return op(a, axis=axis)
 

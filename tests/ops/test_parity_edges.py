@@ -101,6 +101,59 @@ CASES = {
                           [np.full(1, 2.0), np.arange(9.0).reshape(3, 3)]),
     "einsum-diag-1-3": (lambda a: np.einsum("ii->i", a), [np.ones((1, 3))]),
     "einsum-sizes-2-3": (lambda a, b: np.einsum("i,i", a, b), [np.ones(2), np.arange(3.0)]),
+    # np.average without weights of an empty result: numpy's a.size / avg.size
+    "average-empty-result": (lambda a: np.average(a, axis=0), [np.zeros((1, 0), np.int64)]),
+    "average-empty-result-last": (lambda a: np.average(a, axis=-1), [np.zeros((0, 0))]),
+    "average-empty-keepdims": (lambda a: np.average(a, axis=1, keepdims=True), [np.zeros((0, 2))]),
+    "average-empty-input": (lambda a: np.average(a, axis=0), [np.zeros((0, 3))]),
+    "average-empty-weights": (lambda a, w: np.average(a, axis=0, weights=w),
+                              [np.zeros((1, 0)), np.ones(1)]),
+    # vector norm ord=inf is numpy's max with initial=0: 0 over an empty axis
+    "norm-inf-empty": (lambda a: np.linalg.norm(a, ord=np.inf), [np.zeros(0, np.float32)]),
+    "vector_norm-inf-empty-axis": (lambda a: np.linalg.vector_norm(a, ord=np.inf, axis=1),
+                                   [np.zeros((2, 0))]),
+    "vector_norm-inf-empty-keep": (lambda a: np.linalg.vector_norm(a, ord=np.inf, axis=1,
+                                                                   keepdims=True),
+                                   [np.zeros((2, 0), np.int8)]),
+    "norm-ninf-empty": (lambda a: np.linalg.norm(a, ord=-np.inf), [np.zeros(0)]),
+    "matrix-norm-inf-empty": (lambda a: np.linalg.norm(a, ord=np.inf), [np.zeros((0, 3))]),
+    "matrix-norm-inf-empty-cols": (lambda a: np.linalg.norm(a, ord=np.inf), [np.zeros((3, 0))]),
+    "matrix-norm-1-empty": (lambda a: np.linalg.norm(a, ord=1, axis=(1, 0)), [np.zeros((3, 0))]),
+    "matrix-norm-minus1-empty": (lambda a: np.linalg.norm(a, ord=-1), [np.zeros((0, 3))]),
+    "matrix-norm-inf-batch": (lambda a: np.linalg.matrix_norm(a, ord=np.inf),
+                              [np.zeros((2, 0, 3), np.float32)]),
+    # percentile / quantile of a q with 2 or more dimensions: q's shape leads
+    "percentile-2d-q": (lambda a: np.percentile(a, [[10, 20], [30, 40]]), [np.arange(5.0)]),
+    "quantile-2d-q-axis": (lambda a: np.quantile(a, [[0.1], [0.9]], axis=0),
+                           [np.arange(12.0).reshape(4, 3)]),
+    "quantile-2d-q-keep": (lambda a: np.quantile(a, [[0.1, 0.5]], axis=1, keepdims=True),
+                           [np.arange(12.0).reshape(4, 3)]),
+    "quantile-2d-q-nearest": (lambda a: np.quantile(a, np.full((2, 3), 0.3), method="nearest"),
+                              [np.arange(5, dtype=np.int16)]),
+    "quantile-3d-q": (lambda a: np.quantile(a, np.full((2, 1, 2), 0.3)), [np.arange(5.0)]),
+    # diff with n=0 returns the input, whatever its shape, axis or prepend
+    "diff-0d-n0": (lambda a: np.diff(a, n=0), [np.array(3.0)]),
+    "diff-n0-prepend": (lambda a: np.diff(a, n=0, prepend=5), [np.arange(3.0)]),
+    "diff-n0-bad-axis": (lambda a: np.diff(a, n=0, axis=7), [np.arange(3.0)]),
+    "diff-0d-n1": (lambda a: np.diff(a), [np.array(3.0)]),
+    # partition of an empty array: numpy checks no kth
+    "partition-empty-axis": (lambda a: np.partition(a, 0, axis=-1), [np.zeros((2, 0))]),
+    "partition-empty-kth5": (lambda a: np.partition(a, 5), [np.zeros((0, 3))]),
+    "argpartition-empty": (lambda a: np.argpartition(a, [0, 3]), [np.zeros((2, 0))]),
+    "partition-kth-out": (lambda a: np.partition(a, 3), [np.zeros(3)]),
+    # repeat of a 0-d array along axis 0 or -1: numpy takes it as 1-d
+    "repeat-0d-axis0": (lambda a: np.repeat(a, 3, axis=0), [np.array(7)]),
+    "repeat-0d-axis-1": (lambda a: np.repeat(a, [3], axis=-1), [np.array(7.5)]),
+    "repeat-0d-axis1": (lambda a: np.repeat(a, 3, axis=1), [np.array(7)]),
+    # round of integers by a negative decimals: in float64 by 10.0 ** -decimals
+    "round-i64-minus20": (lambda a: np.round(a, -20), [np.array([1, 2], np.int64)]),
+    "round-i64-minus2": (lambda a: np.round(a, -2), [np.array([1250, -1351, 49], np.int64)]),
+    "round-u8-wraps": (lambda a: np.round(a, -1), [np.array([255, 254, 5, 15], np.uint8)]),
+    "round-i8-wraps": (lambda a: np.round(a, -1), [np.array([127, -128, 15, -15], np.int8)]),
+    "round-u16-wraps": (lambda a: np.round(a, -5), [np.array([65535, 40000], np.uint16)]),
+    # tril / triu of a 0-d array: numpy's TypeError
+    "tril-0d": (lambda a: np.tril(a), [np.array(1.0)]),
+    "triu-0d": (lambda a: np.triu(a, 1), [np.array(1.0)]),
 }
 
 LEVELS = [0, 3]
