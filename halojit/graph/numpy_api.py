@@ -851,11 +851,14 @@ def _resolve_shape(shape, size, loc):
 @implements(np.reshape)
 def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     loc = user_loc()
-    if order != "C":
-        raise UnsupportedError(f"reshape: order={order!r} is not supported; only 'C'{format_loc(loc)}.")
     ctx = _ctx_of(a)
     a = _tr(ctx, a, loc)
     shape = _resolve_shape(shape if shape is not None else newshape, a.size, loc)
+    if order != "C":
+        if int(np.prod(shape, dtype=np.int64)) != a.size:  # numpy's ValueError, in any order
+            raise ShapeError(f"reshape: cannot reshape an array of size {a.size} into shape "
+                             f"{shape}{format_loc(loc)}; the element counts must match.")
+        raise UnsupportedError(f"reshape: order={order!r} is not supported; only 'C'{format_loc(loc)}.")
     if shape == a.shape:
         return a
     return _view(a, ctx.emit("reshape", [a], {"shape": shape}, loc))
@@ -1196,8 +1199,8 @@ def _split(fname, ary, indices_or_sections, axis, equal, min_ndim=1):
     loc = user_loc()
     ctx = _ctx_of(ary)
     a = _tr(ctx, ary, loc)
-    if a.ndim < min_ndim:
-        raise ShapeError(f"{fname}: expected an array of at least {min_ndim} dimension"
+    if a.ndim < min_ndim:  # an IndexError too, as numpy's split of a 0-d array
+        raise IndexShapeError(f"{fname}: expected an array of at least {min_ndim} dimension"
                          f"{'s' if min_ndim > 1 else ''}, got shape {a.shape}{format_loc(loc)}.")
     ax = normalize_axis(axis, a.ndim, fname, loc)
     n = a.shape[ax]
@@ -1378,6 +1381,10 @@ def _advanced_getitem(ctx, x, key, loc):
     basic slicing, a transpose that brings the indexed axes together, a
     reshape that merges them into one, and one gather along it at the
     flattened position (each index range-checked on its own axis)."""
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if n_real > x.ndim:  # numpy's IndexError comes before anything else
+        raise IndexShapeError(f"too many indices: array is {x.ndim}-dimensional, but {n_real} "
+                              f"were indexed{format_loc(loc)}.")
     if any(k is None for k in key):
         raise UnsupportedError(
             f"indexing with both integer arrays and None (np.newaxis) is not supported inside "
@@ -1636,6 +1643,9 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     loc = user_loc()
     ctx = _ctx_of(a, indices)
     a = _tr(ctx, a, loc)
+    ind = indices if isinstance(indices, TracedArray) else np.asarray(indices)
+    if ind.dtype == np.bool_:  # np.take casts bools to intp: indices 0 and 1, not a mask
+        indices = ind.astype(np.intp)
     index = _index_node(ctx, indices, "np.take", loc)
     if axis is None:
         a, axis = ravel(a), 0
@@ -1648,6 +1658,10 @@ def take_along_axis(arr, indices, axis=-1):
     loc = user_loc()
     ctx = _ctx_of(arr, indices)
     arr = _tr(ctx, arr, loc)
+    ind = indices if isinstance(indices, TracedArray) else np.asarray(indices)
+    if ind.dtype == np.bool_:
+        raise IndexTypeError(f"np.take_along_axis: `indices` must be an integer array, got "
+                             f"bool{format_loc(loc)}.")
     index = _index_node(ctx, indices, "np.take_along_axis", loc)
     if axis is None:
         if index.aval.ndim != 1:

@@ -191,8 +191,10 @@ def choose(a, choices, out=None, mode="raise"):
     loc = user_loc()
     ctx = _ctx_of(a, choices)
     idx = _tr(ctx, _array(a), loc)
-    if idx.dtype.kind not in "iub":
-        raise TypeError(f"np.choose: the index array must be integers, got {idx.dtype}")
+    if not np.can_cast(idx.dtype, np.intp, "safe"):  # numpy's cast: uint64 is not safe either
+        raise TypeError(f"np.choose: cannot cast the index array from {idx.dtype} to "
+                        f"{np.dtype(np.intp)} according to the rule 'safe'{format_loc(loc)}; "
+                        "expected a bool or an integer array that fits int64.")
     opts = [_tr(ctx, c, loc) for c in choices]  # Python numbers stay weak, as in numpy
     n = len(opts)
     if mode == "wrap":

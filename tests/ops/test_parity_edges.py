@@ -154,6 +154,28 @@ CASES = {
     # tril / triu of a 0-d array: numpy's TypeError
     "tril-0d": (lambda a: np.tril(a), [np.array(1.0)]),
     "triu-0d": (lambda a: np.triu(a, 1), [np.array(1.0)]),
+    # np.take casts bool indices to intp (0 and 1); take_along_axis refuses them
+    "take-bool": (lambda a: np.take(a, np.array([True, False, True])), [np.arange(5.0)]),
+    "take-bool-axis": (lambda a: np.take(a, [True, False], axis=1), [np.ones((2, 3))]),
+    "take-bool-arg": (lambda a, i: np.take(a, i), [np.arange(5.0), np.array([True, False])]),
+    "take_along_axis-bool": (lambda a: np.take_along_axis(a, np.array([True]), 0),
+                             [np.arange(5.0)]),
+    # np.choose casts its indices to intp under 'safe': uint64 is not
+    "choose-u64": (lambda i, a: np.choose(i, [a, a + 1]),
+                   [np.array([0, 1, 0], np.uint64), np.arange(3.0)]),
+    "choose-u32": (lambda i, a: np.choose(i, [a, a + 1]),
+                   [np.array([0, 1, 0], np.uint32), np.arange(3.0)]),
+    "choose-bool": (lambda i, a: np.choose(i, [a, -a]), [BOOLS, np.arange(2.0)]),
+    "choose-float": (lambda i, a: np.choose(i, [a, a + 1]), [np.zeros(3), np.arange(3.0)]),
+    # error classes: numpy's IndexError
+    "take_along_axis-no-bcast": (lambda a, i: np.take_along_axis(a, i, axis=1),
+                                 [np.ones((3, 4)), np.zeros((2, 2), np.intp)]),
+    "array_split-0d": (lambda a: np.array_split(a, 2), [np.array(3.0)]),
+    "split-0d": (lambda a: np.split(a, [1]), [np.array(3.0)]),
+    "vsplit-1d": (lambda a: np.vsplit(a, 1), [np.ones(3)]),
+    "too-many-indices-none": (lambda a: a[None, np.array([0]), :, np.array([0])], [ONES22]),
+    "reshape-F-wrong-size": (lambda a: a.reshape((4,), order="F"), [np.ones((2, 3))]),
+    "np.reshape-F-wrong-size": (lambda a: np.reshape(a, (4,), order="F"), [np.ones((2, 3))]),
 }
 
 LEVELS = [0, 3]
