@@ -361,7 +361,7 @@ def stored_as(value, dtype, what, loc):
         with np.errstate(all="ignore"):
             cell[0] = np.asarray(value).ravel()[0]
     except (ValueError, OverflowError) as ex:
-        raise type(ex)(f"{what}={value!r} cannot be stored in a {np.dtype(dtype)} array "
+        raise type(ex)(f"{what}={value!r} cannot be stored in an array of {np.dtype(dtype)} "
                        f"({ex}){format_loc(loc)}; expected a value that fits "
                        f"{np.dtype(dtype)}.") from None
     return cell[0].item()

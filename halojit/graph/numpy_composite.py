@@ -162,6 +162,8 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
            where=np._NoValue, mean=np._NoValue, correction=np._NoValue):
     _no_extras("nanstd", out=out, where=where, mean=mean)
+    if _is_float(_traced(a)):
+        _check_inexact("nanstd", dtype)
     var = nanvar(a, axis, dtype, None, _ddof(ddof, correction), keepdims)
     return std_of_var(var, "nanstd", user_loc())
 

@@ -157,8 +157,8 @@ def insert(arr, obj, values, axis=None):
         try:
             vals = np.array(values, dtype=arr.dtype)
         except (ValueError, OverflowError) as ex:
-            raise type(ex)(f"np.insert: values {values!r} cannot be stored in a {arr.dtype} "
-                           f"array ({ex}){format_loc(user_loc())}; expected values that fit "
+            raise type(ex)(f"np.insert: values {values!r} cannot be stored in an array of "
+                           f"{arr.dtype} ({ex}){format_loc(user_loc())}; expected values that fit "
                            f"{arr.dtype}.") from None
     vals = np.reshape(vals, (1,) * (arr.ndim - vals.ndim) + tuple(np.shape(vals)))
     if not isinstance(idx, slice) and idx.size == 1:
