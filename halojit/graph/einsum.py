@@ -1,15 +1,17 @@
 """``np.einsum`` on traced arrays, reduced to transpose, reshape, sum and
 ``matmul`` (pairwise, left to right). An ellipsis stands for letters of its
 own (right-aligned across operands, size-1 dimensions broadcast, as numpy
-does); a letter repeated within one operand takes that operand's diagonal
-first (``'ii->'`` is a trace, ``'ii->i'`` the diagonal).
+does); a letter's size-1 dimension broadcasts against the other operands'
+too; a letter repeated within one operand takes that operand's diagonal
+first (``'ii->'`` is a trace, ``'ii->i'`` the diagonal). Operands are cast
+to ``dtype=`` (or their common dtype) under numpy's ``casting=`` rule.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ShapeError, UnsupportedError, format_loc
+from ..errors import DTypeError, ShapeError, UnsupportedError, format_loc
 from .tracer import TracedArray, user_loc
 
 
@@ -132,8 +134,14 @@ def _contract(a, ta, b, tb, keep, sizes):
     return r, "".join(batch + m + n)
 
 
-def einsum(subscripts, operands, dtype=None):
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def einsum(subscripts, operands, dtype=None, casting="safe"):
     loc = user_loc()
+    if casting not in _CASTINGS:
+        raise ValueError(f"np.einsum: casting must be one of {_CASTINGS}, got {casting!r}"
+                         f"{format_loc(loc)}.")
     if not isinstance(subscripts, str):
         raise UnsupportedError(f"np.einsum: only the string form is supported{format_loc(loc)}.")
     ins, rhs, ops = _parse(subscripts, operands, loc)
@@ -142,20 +150,37 @@ def einsum(subscripts, operands, dtype=None):
         if np.ndim(x) != len(term):
             raise ShapeError(f"np.einsum: operand with shape {np.shape(x)} does not match "
                              f"subscripts {term!r}{format_loc(loc)}.")
+        mine: dict[str, int] = {}
         for c, d in zip(term, np.shape(x)):
-            if sizes.setdefault(c, d) != d:
-                raise ShapeError(f"np.einsum: index {c!r} has sizes {sizes[c]} and {d}"
-                                 f"{format_loc(loc)}.")
+            if mine.setdefault(c, d) != d:  # a diagonal: no broadcasting within an operand
+                raise ShapeError(f"np.einsum: index {c!r} repeats in operand {i} with sizes "
+                                 f"{mine[c]} and {d}; expected equal sizes{format_loc(loc)}.")
+        for c, d in mine.items():
+            if sizes.get(c, 1) == 1:
+                sizes[c] = d
+            elif d not in (1, sizes[c]):
+                raise ShapeError(f"np.einsum: index {c!r} has sizes {sizes[c]} and {d}; expected "
+                                 f"equal sizes or 1 (which broadcasts){format_loc(loc)}.")
+    for i, (term, x) in enumerate(zip(ins, ops)):
+        want = tuple(sizes[c] for c in term)
+        if np.shape(x) != want:  # a size-1 dimension broadcasts across operands, as numpy
+            x = np.broadcast_to(x, want)
         ops[i], ins[i] = _diagonals(x, term)
     for c in rhs:
         if c not in sizes:
             raise ShapeError(f"np.einsum: output index {c!r} is not in any operand"
                              f"{format_loc(loc)}.")
-    if dtype is None:  # numpy casts every operand to the common dtype before any product
-        dts = [o.dtype if isinstance(o, TracedArray) else np.asarray(o).dtype for o in ops]
-        common = np.result_type(*dts)
-        if any(d != common for d in dts):
-            dtype = common
+    # numpy casts every operand to dtype= or the common dtype before any product,
+    # under the casting rule (float64 to dtype=float32 is not 'safe')
+    dts = [o.dtype if isinstance(o, TracedArray) else np.asarray(o).dtype for o in ops]
+    target = np.result_type(*dts) if dtype is None else np.dtype(dtype)
+    for i, d in enumerate(dts):
+        if not np.can_cast(d, target, casting):
+            raise DTypeError(f"np.einsum: operand {i} cannot be cast from {d} to {target} "
+                             f"according to the rule {casting!r}{format_loc(loc)}; expected a "
+                             "dtype= it casts to that way, or casting='same_kind' or 'unsafe'.")
+    if dtype is None and any(d != target for d in dts):
+        dtype = target
     if dtype is not None:
         ops = [np.asarray(o).astype(dtype) if not isinstance(o, TracedArray) else o.astype(dtype)
                for o in ops]

@@ -282,8 +282,22 @@ def reduction(name, x, axis=None, keepdims=False, dtype=None, ddof=0):
         return _mean(ctx, x, axes, keepdims, dtype, loc)
     if name in ("var", "std"):
         v = _var(ctx, x, axes, keepdims, dtype, ddof, loc)
-        return np.sqrt(v) if name == "std" else v
+        return std_of_var(v, "std", loc) if name == "std" else v
     raise UnsupportedError(f"reduction {name!r}")
+
+
+def std_of_var(v, fname, loc):
+    """np.sqrt of a variance as numpy's std takes it: in place, so a variance
+    in an integer or bool dtype= raises when it is an array; a 0-d one is a
+    numpy scalar and is cast back to its dtype (np.int32(sqrt(v)))."""
+    r = np.sqrt(v)
+    if r.dtype == v.dtype:
+        return r
+    if v.ndim:
+        raise DTypeError(f"np.{fname}: cannot cast ufunc 'sqrt' output from {r.dtype} to the "
+                         f"dtype= {v.dtype} with casting rule 'same_kind'{format_loc(loc)}; "
+                         "expected an inexact dtype= (float16, float32 or float64).")
+    return r.astype(v.dtype)
 
 
 def _count(shape, axes):
@@ -337,6 +351,22 @@ def _scalar_as(value, dtype):
     return np.array(value, dtype=dtype)
 
 
+def stored_as(value, dtype, what, loc):
+    """A static ``value`` stored into a ``dtype`` array as numpy's setitem
+    stores it (``a[0] = value``): NaN into an integer array is numpy's
+    ValueError, a value out of a signed type's range its OverflowError, an
+    unsigned type wraps. Returns the stored value as a Python scalar."""
+    cell = np.zeros(1, dtype)
+    try:
+        with np.errstate(all="ignore"):
+            cell[0] = np.asarray(value).ravel()[0]
+    except (ValueError, OverflowError) as ex:
+        raise type(ex)(f"{what}={value!r} cannot be stored in an array of {np.dtype(dtype)} "
+                       f"({ex}){format_loc(loc)}; expected a value that fits "
+                       f"{np.dtype(dtype)}.") from None
+    return cell[0].item()
+
+
 def _masked_fill(x, mask, fill):
     """x where ``mask``, else ``fill`` in x's own dtype (the reduction's identity)."""
     return where(mask, x, np.asarray(fill).astype(x.dtype))
@@ -365,7 +395,7 @@ def _reduce_where_initial(name, a, axis, keepdims, dtype, ddof, initial, where_)
         if name == "mean":
             return _mean(ctx, a, axes, bool(keepdims), dtype, loc, mask)
         v = _var(ctx, a, axes, bool(keepdims), dtype, ddof, loc, mask)
-        return np.sqrt(v) if name == "std" else v
+        return std_of_var(v, "std", loc) if name == "std" else v
     if name in ("max", "min"):
         ufunc = np.maximum if name == "max" else np.minimum
         if not has_init:
@@ -544,8 +574,12 @@ def _quantile(fname, a, q, axis, method, keepdims, weights, scale):
                                f"{np.__version__} has none.") from None
     weak_q = type(q) in (int, float)
     qa = np.true_divide(q, 100) if scale == 100 else np.asanyarray(q)
+    if qa.ndim > 2:
+        raise ValueError(f"np.{fname}: q must be a scalar, 1-d or 2-d, got {qa.ndim} "
+                         f"dimensions{format_loc(loc)}.")
+    q_shape = qa.shape  # a 2-d q: computed flat, its shape leads the result
     if qa.ndim > 1:
-        raise ValueError("q must be a scalar or 1d")
+        qa = qa.reshape(-1)
     if not impl._quantile_is_valid(qa):
         lo, hi = (0, 100) if scale == 100 else (0, 1)
         raise ValueError(f"{'Percentiles' if scale == 100 else 'Quantiles'} must be in the "
@@ -576,7 +610,9 @@ def _quantile(fname, a, q, axis, method, keepdims, weights, scale):
     if nans:
         last = s[n - 1]
         r = where(np.isnan(last), last.astype(r.dtype), r)
-    return reshape(r, qa.shape + keep_shape) if keepdims else r
+    if keepdims:
+        return reshape(r, q_shape + keep_shape)
+    return reshape(r, q_shape + tuple(r.shape[qa.ndim:])) if len(q_shape) > 1 else r
 
 
 @implements(np.quantile)
@@ -605,6 +641,8 @@ def where(cond, x=None, y=None):
     c = ctx.cast(cond, np.bool_, loc)
     nodes = [ctx.as_node(v, loc) for v in (x, y)]
     dt, weak = common_dtype(nodes)
+    if weak:  # Python scalars only: numpy promotes them by kind, so 2**63 with 0 is int64 (wrapped)
+        dt = np.result_type(*[_weak_repr(n) for n in nodes])
     check_dtype(dt, "np.where", loc)
     if weak:
         nodes = [ctx.weak_cast(n, dt, loc) for n in nodes]
@@ -728,9 +766,13 @@ def round_(a, decimals=0, out=None):
     if a.dtype.kind in "iu":
         if decimals >= 0:
             return a
-        # numpy: in float64, then cast back (np.round(1250, -2) is 1200)
-        scale = 10 ** -decimals
-        return np.rint(a.astype(np.float64) / scale).__mul__(scale).astype(a.dtype)
+        # numpy: in float64 by a Python float 10.0 ** -decimals (so decimals=-20
+        # gives 0), then cast back (np.round(1250, -2) is 1200)
+        scale = 10.0 ** -decimals
+        r = np.rint(a.astype(np.float64) / scale).__mul__(scale)
+        if a.dtype.itemsize <= 2:  # numpy's C cast goes through a C int: 260 wraps to uint8 4
+            r = r.astype(np.int32)
+        return r.astype(a.dtype)
     if decimals == 0:
         return np.rint(a)
     scale = 10.0 ** abs(decimals)
@@ -809,11 +851,14 @@ def _resolve_shape(shape, size, loc):
 @implements(np.reshape)
 def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     loc = user_loc()
-    if order != "C":
-        raise UnsupportedError(f"reshape: order={order!r} is not supported; only 'C'{format_loc(loc)}.")
     ctx = _ctx_of(a)
     a = _tr(ctx, a, loc)
     shape = _resolve_shape(shape if shape is not None else newshape, a.size, loc)
+    if order != "C":
+        if int(np.prod(shape, dtype=np.int64)) != a.size:  # numpy's ValueError, in any order
+            raise ShapeError(f"reshape: cannot reshape an array of size {a.size} into shape "
+                             f"{shape}{format_loc(loc)}; the element counts must match.")
+        raise UnsupportedError(f"reshape: order={order!r} is not supported; only 'C'{format_loc(loc)}.")
     if shape == a.shape:
         return a
     return _view(a, ctx.emit("reshape", [a], {"shape": shape}, loc))
@@ -1037,6 +1082,8 @@ def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
     ctx = _ctx_of(a, prepend, append)
     a = _tr(ctx, a, loc)
     (n,) = _static_ints(n, "diff", "n", loc)
+    if n == 0:  # numpy returns a itself, before it looks at its shape, axis or prepend/append
+        return a
     if n < 0:
         raise ValueError(f"diff: order must be non-negative but got {n}{format_loc(loc)}.")
     if a.ndim == 0:
@@ -1051,8 +1098,6 @@ def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
         if e.ndim == 0:
             e = broadcast_to(e, a.shape[:ax] + (1,) + a.shape[ax + 1:])
         parts.append(e)
-    if n == 0:
-        return a
     if parts != [None, None]:
         a = concatenate([p for p in (parts[0], a, parts[1]) if p is not None], ax)
 
@@ -1079,8 +1124,8 @@ def _triangle(m, k, upper: bool, fname: str):
     ctx = _ctx_of(m)
     m = _tr(ctx, m, loc)
     (k,) = _static_ints(k, fname, "k", loc)
-    if m.ndim == 0:
-        raise ValueError(f"{fname}: expected an array of at least 1 dimension, got a 0-d one"
+    if m.ndim == 0:  # numpy's TypeError: tri() of m.shape[-2:] misses its N
+        raise TypeError(f"{fname}: expected an array of at least 1 dimension, got a 0-d one"
                          f"{format_loc(loc)}.")
     rows, cols = m.shape[-2:] if m.ndim >= 2 else (m.shape[-1], m.shape[-1])
     i = _tr(ctx, np.arange(rows, dtype=np.int64).reshape(rows, 1), loc)
@@ -1154,8 +1199,8 @@ def _split(fname, ary, indices_or_sections, axis, equal, min_ndim=1):
     loc = user_loc()
     ctx = _ctx_of(ary)
     a = _tr(ctx, ary, loc)
-    if a.ndim < min_ndim:
-        raise ShapeError(f"{fname}: expected an array of at least {min_ndim} dimension"
+    if a.ndim < min_ndim:  # an IndexError too, as numpy's split of a 0-d array
+        raise IndexShapeError(f"{fname}: expected an array of at least {min_ndim} dimension"
                          f"{'s' if min_ndim > 1 else ''}, got shape {a.shape}{format_loc(loc)}.")
     ax = normalize_axis(axis, a.ndim, fname, loc)
     n = a.shape[ax]
@@ -1219,6 +1264,21 @@ def pad(array, pad_width, mode="constant", **kwargs):
     value = kwargs.pop("constant_values", 0)
     if kwargs:
         raise UnsupportedError(f"np.pad: arguments {sorted(kwargs)} are not supported{format_loc(loc)}.")
+    if isinstance(pad_width, dict):  # numpy >= 2.3: {axis: width or (before, after)}, others 0
+        seq = [(0, 0)] * a.ndim
+        for axis, width in pad_width.items():
+            if type(width) is int:
+                width = (width, width)
+            if not (type(width) is tuple and len(width) == 2
+                    and all(type(w) is int for w in width)):
+                raise TypeError(f"np.pad: a dict pad_width maps an axis to an int or a tuple "
+                                f"(before, after) of ints; got {width!r} for axis {axis}"
+                                f"{format_loc(loc)}.")
+            seq[normalize_axis(axis, a.ndim, "pad", loc)] = width
+        pad_width = seq
+    if np.asarray(pad_width).dtype.kind not in "iu":
+        raise TypeError(f"np.pad: `pad_width` must be of integral type, got "
+                        f"{pad_width!r}{format_loc(loc)}.")
     try:
         widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (a.ndim, 2))
     except ValueError:
@@ -1231,7 +1291,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
     widths = tuple((int(lo), int(hi)) for lo, hi in widths)
     if a.ndim == 0:
         return a  # numpy pads no axis of a 0-d array
-    v = np.asarray(value).astype(a.dtype).item() if mode == "constant" else 0
+    v = stored_as(value, a.dtype, "np.pad: constant_values", loc) if mode == "constant" else 0
     return ctx.emit("pad", [a], {"pad_width": widths, "mode": mode, "value": v}, loc)
 
 
@@ -1321,6 +1381,10 @@ def _advanced_getitem(ctx, x, key, loc):
     basic slicing, a transpose that brings the indexed axes together, a
     reshape that merges them into one, and one gather along it at the
     flattened position (each index range-checked on its own axis)."""
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if n_real > x.ndim:  # numpy's IndexError comes before anything else
+        raise IndexShapeError(f"too many indices: array is {x.ndim}-dimensional, but {n_real} "
+                              f"were indexed{format_loc(loc)}.")
     if any(k is None for k in key):
         raise UnsupportedError(
             f"indexing with both integer arrays and None (np.newaxis) is not supported inside "
@@ -1579,6 +1643,9 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     loc = user_loc()
     ctx = _ctx_of(a, indices)
     a = _tr(ctx, a, loc)
+    ind = indices if isinstance(indices, TracedArray) else np.asarray(indices)
+    if ind.dtype == np.bool_:  # np.take casts bools to intp: indices 0 and 1, not a mask
+        indices = ind.astype(np.intp)
     index = _index_node(ctx, indices, "np.take", loc)
     if axis is None:
         a, axis = ravel(a), 0
@@ -1591,6 +1658,10 @@ def take_along_axis(arr, indices, axis=-1):
     loc = user_loc()
     ctx = _ctx_of(arr, indices)
     arr = _tr(ctx, arr, loc)
+    ind = indices if isinstance(indices, TracedArray) else np.asarray(indices)
+    if ind.dtype == np.bool_:
+        raise IndexTypeError(f"np.take_along_axis: `indices` must be an integer array, got "
+                             f"bool{format_loc(loc)}.")
     index = _index_node(ctx, indices, "np.take_along_axis", loc)
     if axis is None:
         if index.aval.ndim != 1:
@@ -1614,6 +1685,8 @@ def repeat(a, repeats, axis=None):
     a = _tr(ctx, a, loc)
     if axis is None:
         a, axis = ravel(a), 0
+    elif a.ndim == 0:  # numpy repeats a 0-d array as a 1-d one (axis 0 or -1)
+        a = reshape(a, (1,))
     axis = normalize_axis(axis, a.ndim, "repeat", loc)
     reps = np.asarray(repeats)
     if reps.dtype.kind not in "iu" and not (reps.dtype.kind == "b" or reps.size == 0):
@@ -1707,10 +1780,10 @@ def outer(a, b, out=None):
 
 
 @implements(np.einsum)
-def einsum(subscripts, *operands, out=None, dtype=None, optimize=False, **kw):
+def einsum(subscripts, *operands, out=None, dtype=None, optimize=False, casting="safe", **kw):
     from .einsum import einsum as _einsum
     _unsupported_kw("einsum", dict(kw, out=out))
-    return _einsum(subscripts, operands, dtype)
+    return _einsum(subscripts, operands, dtype, casting)
 
 
 def _norm_axes(x, axis, fname, loc):
@@ -1723,12 +1796,19 @@ def _norm_axes(x, axis, fname, loc):
     return tuple(normalize_axis(a, x.ndim, fname, loc) for a in axes)
 
 
+def _zero_if_empty(x, *axes):
+    """numpy's norms take max(..., initial=0): 0 over an empty axis. Of
+    absolute values the initial changes nothing else, so it is passed only
+    where an axis is empty."""
+    return {"initial": 0} if any(x.shape[ax] == 0 for ax in axes) else {}
+
+
 def _vector_norm(x, axes, ord, keepdims):
     """numpy's vector norms over ``axes`` (ord None or 2, 1, inf, -inf, 0 or any p)."""
     if isinstance(ord, str):
         raise ValueError(f"Invalid norm order '{ord}' for vectors")
     if ord == np.inf:
-        return np.abs(x).max(axis=axes, keepdims=keepdims)
+        return np.abs(x).max(axis=axes, keepdims=keepdims, **_zero_if_empty(x, *axes))
     if ord == -np.inf:
         return np.abs(x).min(axis=axes, keepdims=keepdims)
     if ord == 0:
@@ -1756,10 +1836,12 @@ def _matrix_norm(x, axes, ord, keepdims, loc):
         r = np.sqrt((x * x).sum(axis=axes))
     elif ord in (1, -1):
         r = np.abs(x).sum(axis=row)
-        r = (r.max if ord == 1 else r.min)(axis=col - (col > row))
+        r = r.max(axis=col - (col > row), **_zero_if_empty(r, col - (col > row))) \
+            if ord == 1 else r.min(axis=col - (col > row))
     elif ord in (np.inf, -np.inf):
         r = np.abs(x).sum(axis=col)
-        r = (r.max if ord == np.inf else r.min)(axis=row - (row > col))
+        r = r.max(axis=row - (row > col), **_zero_if_empty(r, row - (row > col))) \
+            if ord == np.inf else r.min(axis=row - (row > col))
     else:
         raise ValueError("Invalid norm order for matrices.")
     if keepdims:

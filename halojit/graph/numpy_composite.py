@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import UnsupportedError, format_loc
 from .numpy_api import (COMPOSITE_LOOPS, COMPOSITE_UFUNCS, _along_last, _array, _ctx_of, _tr,
-                        _unsupported_kw, common_dtype, implements)
+                        _unsupported_kw, common_dtype, implements, std_of_var)
 from .ops import normalize_axes, normalize_axis
 from .tracer import TracedArray, user_loc
 
@@ -103,6 +103,13 @@ implements(np.nancumsum)(_nan_scan("nancumsum", np.cumsum, 0))
 implements(np.nancumprod)(_nan_scan("nancumprod", np.cumprod, 1))
 
 
+def _check_inexact(fname, dtype):
+    """numpy's nanmean/nanvar/nanstd of a float array refuse an integer or bool dtype=."""
+    if dtype is not None and np.dtype(dtype).kind != "f":
+        raise TypeError(f"np.{fname}: if a is inexact, then dtype must be inexact; expected "
+                        f"a float dtype=, got {np.dtype(dtype)}{format_loc(user_loc())}.")
+
+
 def _divide_by_count(total, count):
     """numpy's nan-function division: computed in the promoted dtype (float32
     by an intp count is float64), stored back in the total's dtype."""
@@ -117,6 +124,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=np._NoValue, *, where=n
     keep = _keep(keepdims)
     if mask is None:
         return np.mean(arr, axis=axis, dtype=dtype, keepdims=keep)
+    _check_inexact("nanmean", dtype)
     count = np.sum(~mask, axis=axis, dtype=np.intp, keepdims=keep)
     total = np.sum(arr, axis=axis, dtype=dtype, keepdims=keep)
     return _divide_by_count(total, count)  # 0 / 0 for an all-NaN slice: NaN, as numpy
@@ -140,6 +148,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
     keep = _keep(keepdims)
     if mask is None:
         return np.var(arr, axis=axis, dtype=dtype, ddof=ddof, keepdims=keep)
+    _check_inexact("nanvar", dtype)
     count = np.sum(~mask, axis=axis, dtype=np.intp, keepdims=True)
     avg = _divide_by_count(np.sum(arr, axis=axis, dtype=dtype, keepdims=True), count)
     dev = np.where(mask, 0, (arr - avg).astype(arr.dtype))  # numpy subtracts in place
@@ -153,7 +162,10 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
            where=np._NoValue, mean=np._NoValue, correction=np._NoValue):
     _no_extras("nanstd", out=out, where=where, mean=mean)
-    return np.sqrt(nanvar(a, axis, dtype, None, _ddof(ddof, correction), keepdims))
+    if _is_float(_traced(a)):
+        _check_inexact("nanstd", dtype)
+    var = nanvar(a, axis, dtype, None, _ddof(ddof, correction), keepdims)
+    return std_of_var(var, "nanstd", user_loc())
 
 
 def _nan_extreme(name, skip_nan):
@@ -220,11 +232,14 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValu
 @implements(np.isclose)
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     x, y = (v if isinstance(v, (TracedArray, int, float)) else np.asarray(v) for v in (a, b))
-    if isinstance(y, int):
+    if isinstance(y, TracedArray) and y._node.aval.weak:  # a Python scalar argument: float(y)
+        y = TracedArray(y._ctx.weak_cast(y, np.float64, user_loc()), y._ctx)
+    elif isinstance(y, int):
         y = float(y)
     elif not isinstance(y, float):  # compared as float: numpy's result_type(y, 1.0)
         y = y.astype(np.result_type(y.dtype, 1.0))
-    r = (np.less_equal(np.abs(x - y), atol + rtol * np.abs(y)) & np.isfinite(y)) | (x == y)
+    # builtin abs, as numpy's: abs of a Python float stays weak (np.abs would make it float64)
+    r = (np.less_equal(abs(x - y), atol + rtol * abs(y)) & np.isfinite(y)) | (x == y)
     if equal_nan:
         r = r | (np.isnan(x) & np.isnan(y))
     return r
@@ -324,7 +339,11 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue)
     axes = None if axis is None else normalize_axes(axis, a.ndim, "average", loc)
     if weights is None:
         avg = np.mean(a, axis=axes, keepdims=keep)
-        scl = avg.dtype.type(a.size / max(avg.size, 1))
+        if avg.size == 0:  # numpy's scl = a.size / avg.size
+            raise ZeroDivisionError(f"np.average: the result of shape {avg.shape} is empty, so "
+                                    f"numpy's a.size / avg.size divides by zero{format_loc(loc)}; "
+                                    "expected an axis= that leaves a non-empty result.")
+        scl = avg.dtype.type(a.size / avg.size)
     else:
         w = _array(weights)
         res_dt = np.result_type(a.dtype, w.dtype, "f8") if a.dtype.kind in "biu" else \
@@ -791,7 +810,7 @@ def _partition(fname, op, a, kth, axis, kind, order):
         a, axis = np.reshape(a, (-1,)), 0
     n = a.shape[normalize_axis(axis, a.ndim, fname, loc)]
     for k in np.atleast_1d(np.asarray(kth)).ravel():
-        if not -n <= int(k) < n:
+        if a.size and not -n <= int(k) < n:  # numpy checks no kth of an empty array
             raise ValueError(f"kth(={int(k)}) out of bounds ({n})")
     return op(a, axis=axis)
 

@@ -151,9 +151,15 @@ def insert(arr, obj, values, axis=None):
     n = arr.shape[axis]
     pos = _static_positions(obj, "insert")
     idx = pos if isinstance(pos, slice) else np.asarray(pos)
-    values = _array(values)
-    vals = _traced(values).astype(arr.dtype) if isinstance(values, TracedArray) else \
-        np.asarray(values, dtype=arr.dtype)
+    if isinstance(values, TracedArray):
+        vals = _traced(_array(values)).astype(arr.dtype)
+    else:  # numpy's own np.array(values, dtype=): -1.5 into uint16 is its OverflowError
+        try:
+            vals = np.array(values, dtype=arr.dtype)
+        except (ValueError, OverflowError) as ex:
+            raise type(ex)(f"np.insert: values {values!r} cannot be stored in an array of "
+                           f"{arr.dtype} ({ex}){format_loc(user_loc())}; expected values that fit "
+                           f"{arr.dtype}.") from None
     vals = np.reshape(vals, (1,) * (arr.ndim - vals.ndim) + tuple(np.shape(vals)))
     if not isinstance(idx, slice) and idx.size == 1:
         if idx.ndim == 0:  # numpy: values[0] goes along the axis (a[:, 0:1] = ...)
@@ -185,8 +191,10 @@ def choose(a, choices, out=None, mode="raise"):
     loc = user_loc()
     ctx = _ctx_of(a, choices)
     idx = _tr(ctx, _array(a), loc)
-    if idx.dtype.kind not in "iub":
-        raise TypeError(f"np.choose: the index array must be integers, got {idx.dtype}")
+    if not np.can_cast(idx.dtype, np.intp, "safe"):  # numpy's cast: uint64 is not safe either
+        raise TypeError(f"np.choose: cannot cast the index array from {idx.dtype} to "
+                        f"{np.dtype(np.intp)} according to the rule 'safe'{format_loc(loc)}; "
+                        "expected a bool or an integer array that fits int64.")
     opts = [_tr(ctx, c, loc) for c in choices]  # Python numbers stay weak, as in numpy
     n = len(opts)
     if mode == "wrap":

@@ -198,7 +198,7 @@ def test_quantile_errors():
     for fn, kind in [(lambda x: np.percentile(x, 101), ValueError),
                      (lambda x: np.quantile(x, [-0.1, 0.5]), ValueError),
                      (lambda x: np.quantile(x, 0.5, method="best"), ValueError),
-                     (lambda x: np.quantile(x, [[0.5]]), ValueError),
+                     (lambda x: np.quantile(x, [[[0.5]]]), ValueError),  # q of 3 dims
                      (lambda x: np.quantile(x, 0.5, axis=1, weights=np.ones(5)),
                       UnsupportedError),
                      (lambda x: np.quantile(x, x[0, 0]), UnsupportedError),

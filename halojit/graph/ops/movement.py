@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import IndexOutOfBoundsError, ShapeError, format_loc
+from ...errors import IndexOutOfBoundsError, IndexShapeError, ShapeError, format_loc
 from ..ir import AbstractArray
 from . import MOVEMENT, OpDef, register
 
@@ -150,8 +150,8 @@ def take_shape(x_shape, index_shape, axis: int, along: bool, loc=None) -> tuple:
     iothers = [(1 if k == axis else d) for k, d in enumerate(index_shape)]
     try:
         shape = list(np.broadcast_shapes(tuple(others), tuple(iothers)))
-    except ValueError:
-        raise ShapeError(f"take_along_axis: indices of shape {tuple(index_shape)} do not "
+    except ValueError:  # numpy's IndexError (its fancy indexing does not broadcast)
+        raise IndexShapeError(f"take_along_axis: indices of shape {tuple(index_shape)} do not "
                          f"broadcast against an array of shape {tuple(x_shape)} outside "
                          f"axis {axis}{format_loc(loc)}.") from None
     shape[axis] = index_shape[axis]
