@@ -515,6 +515,15 @@ def _reducer(op, dt):
     raise UnsupportedError(f"reduction {op}")
 
 
+def _over(e, rdom):
+    """``e``, tied to ``rdom``: Halide takes an update's RDom from its
+    Exprs, and where the operand's index does not vary along the reduced
+    axes (the edge padding of a size-1 axis, a gather of index 0 repeated)
+    the update ran once: np.pad(x[:, None], ((0, 0), (1, 1)), 'edge').sum(-1)
+    gave x. The select folds away when the loop is lowered."""
+    return hl.select(rdom[0] >= 0, e, e)
+
+
 def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
     (x,) = operands
     dt, op = node.dtype, node.op
@@ -535,10 +544,11 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
     f = hl.Func(lw.fresh(op))
     _define(f, out_vars, init)
 
-    def value(idx):
+    def value(idx, rd=None):
         if arg:
             return (hl.cast(ct, x.at(idx)), hl.cast(hl.Int(32), idx[axes[0]]))
-        return H.opaque(hl.cast(ct, x.at(idx)))
+        e = H.opaque(hl.cast(ct, x.at(idx)))
+        return e if rd is None else _over(e, rd)
 
     def ref(g, v):  # a Func's value there: an arg-reduction's pair as two Exprs
         r = _ref(g, v, tuple_valued=arg)
@@ -601,7 +611,7 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
             _define(part, pvars, step(ref(part, pvars), value(src_index(rvars))))
         else:
             _define(part, pvars, init)
-            _define(part, pvars, combine(ref(part, pvars), value(src_index(rvars))))
+            _define(part, pvars, combine(ref(part, pvars), value(src_index(rvars), rk)))
         if gpu_full:
             # each chunk's lanes first (one block: shared memory), then the
             # chunks: no GPU thread runs a loop over every partial
@@ -622,14 +632,14 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
                          [hl.Range(0, x.shape[a]) for a in reversed(outer)])
             tail = {last: rt[0]}
             tail.update({a: rt[1 + k] for k, a in enumerate(reversed(outer))})
-            _define(f, out_vars, combine(ref(f, out_vars), value(src_index(tail))))
+            _define(f, out_vars, combine(ref(f, out_vars), value(src_index(tail), rt)))
         lw.stages.append(Stage("partial", part, (lanes,) + tuple(node.shape), rk, x.shape,
                                chunks=chunks))
         rdom = rl
     else:
         rdom = hl.RDom([hl.Range(0, x.shape[a]) for a in reversed(axes)])
         rvars = {a: rdom[k] for k, a in enumerate(reversed(axes))}
-        _define(f, out_vars, combine(ref(f, out_vars), value(src_index(rvars))))
+        _define(f, out_vars, combine(ref(f, out_vars), value(src_index(rvars), rdom)))
     lw.stages.append(Stage("reduce", f, node.shape, rdom, x.shape))
     if arg:
         return func_lazy(f, node.shape, dt, component=1,
@@ -685,7 +695,7 @@ def lower_col_reduce(lw: Lowerer, node: Node, x: Lazy, ct, init, combine) -> Laz
     part = hl.Func(lw.fresh(node.op + "_colpart"))
     pvars = [chunk] + out_vars
     _define(part, pvars, init)
-    _define(part, pvars, combine(_ref(part, pvars), H.opaque(hl.cast(ct, x.at(idx)))))
+    _define(part, pvars, combine(_ref(part, pvars), _over(H.opaque(hl.cast(ct, x.at(idx))), rk)))
     lw.stages.append(Stage("colpart", part, (chunks,) + tuple(node.shape), rk, x.shape,
                            loop_order=tuple(order) + (chunk,)))
     f = hl.Func(lw.fresh(node.op))

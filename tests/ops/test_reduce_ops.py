@@ -246,3 +246,29 @@ def test_reduction_of_constant_looking_values_keeps_nan(name, fn, shape):
         x = _specials(shape, dtype, sum(map(ord, name)))
         want = assert_matches_numpy(fn, (x,), 3)
         assert np.isnan(want).any()  # the case can fail: numpy's result holds a NaN
+
+
+CONSTANT_INDEX = {
+    "pad-edge-sum": lambda x: np.pad(x[:, None], ((0, 0), (1, 1)), mode="edge").sum(-1),
+    "pad-wrap-prod": lambda x: np.pad(x[:, None], ((0, 0), (1, 1)), mode="wrap").prod(-1),
+    "pad-edge-mean0": lambda x: np.pad(x[None, :], ((1, 1), (0, 0)), mode="edge").mean(0),
+    "gather-0-sum": lambda x: x[:, None][:, [0, 0, 0]].sum(-1),
+    "count-nonzero": lambda x: np.count_nonzero(np.pad(x[:, None], ((0, 0), (2, 2)), "edge"), -1),
+    "wide-pad-sum": lambda x: np.pad(x[:, None], ((0, 0), (40, 40)), mode="edge").sum(-1),
+    "wide-gather-sum": lambda x: x[:, None][:, [0] * 70].sum(-1),
+    "col-pad-sum": lambda x: np.pad(x[None, :], ((40, 40), (0, 0)), mode="edge").sum(0),
+}
+
+
+@pytest.mark.level3
+@pytest.mark.parametrize("n", [5, 3000])
+@pytest.mark.parametrize("name", sorted(CONSTANT_INDEX))
+def test_reduction_whose_operand_is_constant_along_the_axis(name, n):
+    # the operand's index drops the reduced axis (a size-1 axis padded or
+    # gathered): Halide took the update's RDom from its Exprs and ran it
+    # once, so every one of these returned x (lowering._over)
+    fn = CONSTANT_INDEX[name]
+    x = np.random.default_rng(n).uniform(0.5, 1.5, n).astype(np.float32)
+    got, want = halojit.trace(fn)(x), fn(x)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5)
