@@ -11,6 +11,8 @@ import warnings
 import numpy as np
 import pytest
 
+import halojit
+
 from helpers import (HAS_HALIDE_BACKEND, Case, DTYPES, FLOAT_DTYPES, assert_matches_numpy,
                      level_params, numpy_eager, random_array)
 
