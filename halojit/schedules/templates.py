@@ -399,7 +399,26 @@ def matmul_fits(graph) -> bool:
     return graph.outputs[0].shape == mm.shape and mm.aval.ndim >= 2 and \
         a.aval.ndim == mm.aval.ndim and b.aval.ndim in (2, mm.aval.ndim) and \
         mm.dtype.kind == "f" and mm.dtype.itemsize >= 4 and \
-        not any(n.op in REDUCTIONS for n in graph.nodes)
+        not any(n.op in REDUCTIONS for n in graph.nodes) and _pointwise_after(graph, mm)
+
+
+def _pointwise_after(graph, mm) -> bool:
+    """Whether every op after the matmul is elementwise: the template
+    computes each output block's accumulators alone (bound_extent), so an
+    epilogue reading the product at other rows (``p * p[3]``, ``p + p.T``,
+    ``np.roll(p, 1, 0)``) read outside them: a bounds error, or silently
+    wrong values for the roll."""
+    from ..graph.ops import ELEMENTWISE, REGISTRY
+    after, todo = set(), [mm]
+    users = graph.users()
+    while todo:
+        for u in users.get(todo.pop(), ()):
+            if u not in after:
+                if REGISTRY[u.op].trait != ELEMENTWISE:
+                    return False
+                after.add(u)
+                todo.append(u)
+    return True
 
 
 def matmul_block(params, itemsize: int = 4, natural_f32: int = 16) -> int:

@@ -135,3 +135,34 @@ def test_attention_scores_with_transposed_keys_and_softmax_input():
     out = np.empty_like(want)
     f(q, k, out=out)
     assert np.array_equal(np.isnan(out), np.isnan(want))
+
+
+OTHER_ROWS = {
+    "row": lambda x, w: (lambda p: p * p[3])(x @ w),
+    "transpose": lambda x, w: (lambda p: p + p.T)(x @ w),
+    "flip": lambda x, w: (lambda p: p + p[::-1])(x @ w),
+    "roll": lambda x, w: (lambda p: p + np.roll(p, 1, 0))(x @ w),
+    "corner": lambda x, w: (lambda p: np.maximum(p, p[:1, :1]))(x @ w),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OTHER_ROWS))
+def test_epilogue_reading_other_rows_of_the_product(name):
+    # the Matmul template bounds each block's accumulators to its own rows;
+    # such epilogues failed its bounds check or, with the roll, silently
+    # read other blocks' values: they take Adams2019 now
+    fn = OTHER_ROWS[name]
+    rng = np.random.default_rng(5)
+    x, w = (rng.standard_normal((64, 64)).astype(np.float32) for _ in range(2))
+    f = halojit.trace(fn)
+    assert not any(g.scheduler.startswith("Matmul") for g in f.lower(x, w).groups)
+    np.testing.assert_allclose(f(x, w), fn(x, w), rtol=1e-4, atol=1e-4)
+
+
+def test_pointwise_epilogue_keeps_the_template():
+    rng = np.random.default_rng(6)
+    x, w = (rng.standard_normal((64, 64)).astype(np.float32) for _ in range(2))
+    b = rng.standard_normal(64).astype(np.float32)
+    f = halojit.trace(lambda x, w, b: np.maximum(x @ w + b, 0))
+    assert f.lower(x, w, b).groups[0].scheduler.startswith("Matmul")
+    np.testing.assert_allclose(f(x, w, b), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4)
