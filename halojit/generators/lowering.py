@@ -1309,12 +1309,9 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
             mm = next(n for n in graph.nodes if n.op == "matmul")
             block = matmul_block(dict(spec.params), mm.dtype.itemsize, native_lanes(target, 16))
             wrap = target is not None and target.has_feature(hl.TargetFeature.StrictFloat)
-    from ..schedules.gpu import APPLY as GPU_TEMPLATES
-    from ..schedules.templates import TEMPLATES
-    autoscheduled = spec is not None and spec.name not in (*TEMPLATES, "none") \
-        and spec.name not in GPU_TEMPLATES
-    guard = autoscheduled and any(n.op in PART_READS and any(i.op != "input" for i in n.inputs)
-                                  for n in graph.nodes)
+    from ..schedules.autoschedule import autoschedules
+    guard = autoschedules(spec) and any(
+        n.op in PART_READS and any(i.op != "input" for i in n.inputs) for n in graph.nodes)
     lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, partial_lanes(target),
                  gpu=target is not None and target.has_gpu_feature(), guard_inputs=guard)
     pipeline, params, outputs = lw.lower()

@@ -158,6 +158,15 @@ def set_estimates(params, outputs, input_shapes, output_shapes) -> None:
         f.set_estimates([hl.Range(0, d) for d in reversed(shape)])
 
 
+def autoschedules(spec: ScheduleSpec | None) -> bool:
+    """Whether ``spec`` names an autoscheduler plugin (not a CPU or GPU
+    template, nor Halide's default schedule)."""
+    from .gpu import APPLY as GPU_APPLY
+    from .templates import TEMPLATES
+    return spec is not None and spec.name != NO_SCHEDULE and spec.name not in GPU_APPLY \
+        and spec.name not in TEMPLATES
+
+
 def apply_schedule(lowered, target, spec: ScheduleSpec):
     """Schedule a lowered group: (AutoSchedulerResults or None, template text or None)."""
     import halide as hl

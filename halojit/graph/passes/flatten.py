@@ -14,7 +14,7 @@ pairwise sums differ from a plain loop.
 Reductions over leading axes that keep only a few elements (the mean of
 an image's channels, ``x.mean(axis=(0, 1))`` of (1080, 1920, 3), or of
 points, ``p.sum(axis=0)`` of (N, 3)) likewise reduce ``k`` rows at a time
-as one row of ``COL_WIDTH`` elements (flatten_col_reductions): the
+as one row of ``col_width(kept)`` elements (flatten_col_reductions): the
 ColReduce template vectorizes its accumulators along the kept axis, three
 lanes of sixteen there.
 """
@@ -67,8 +67,8 @@ def flatten_full_reductions(graph: Graph) -> Graph:
 
 
 # a reduction over leading axes keeping fewer elements than this reads its
-# rows k at a time as rows of COL_WIDTH elements (a multiple of the kept
-# count and of 16 lanes, at least 64 elements); one ending in fewer than
+# rows k at a time as rows of col_width elements (a multiple of the kept
+# count and of 16 lanes, at least SPLIT_MIN); one ending in fewer than
 # COL_ROWS_MIN such rows is left alone
 COL_KEPT_MAX = 16
 COL_ROWS_MIN = 64
@@ -86,8 +86,8 @@ def flatten_col_reductions(graph: Graph) -> Graph:
     elements: along the last reduced axis (m long), k rows of W are read
     as one of L = k * W elements (col_width), reduced to L partials, those
     reduced as (k, W); the last m % k rows join those partials. Only the
-    last reduced axis is cut, so the
-    lowering's index stays ``(r * k + j / W, j % W)``, which the dense
+    last reduced axis is cut, so the lowering's index stays
+    ``(r * k + j / W, j % W)``, which the dense
     specialization folds into one address (merging the leading axes too,
     a (1080, 1920, 3) image's mean took 4.0 ms against 0.5). With W of
     COL_KEPT_MAX or more but a short last axis, the kept axes merge into
@@ -129,11 +129,10 @@ def flatten_col_reductions(graph: Graph) -> Graph:
             # rows [start, start + count) of the last reduced axis
             if count == m:
                 return x
+            cut = shape[:a - 1] + (count,) + kept_shape
             return node("slice", (x,), {
                 "starts": (0,) * (a - 1) + (start,) + (0,) * len(kept_shape),
-                "steps": (1,) * len(shape),
-                "shape": shape[:a - 1] + (count,) + kept_shape}, shape[:a - 1] + (count,) + kept_shape,
-                x)
+                "steps": (1,) * len(shape), "shape": cut}, cut, x)
 
         def reduce(v, lead):
             return node(n.op, (v,), {**n.params, "axes": tuple(range(lead)), "keepdims": False},
