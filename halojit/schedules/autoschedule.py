@@ -8,6 +8,7 @@ itself runs in a worker process (see ``generators/worker.py``).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from ..errors import HalojitError
@@ -185,4 +186,57 @@ def apply_schedule(lowered, target, spec: ScheduleSpec):
     load_plugin(spec.name)
     results = lowered.pipeline.apply_autoscheduler(
         target, hl.AutoschedulerParams(spec.name, dict(spec.params)))
+    unslide(lowered.pipeline, results)
     return results, None
+
+
+_FUNC_DECL = re.compile(r"^\s*Func (\w+) = pipeline\.get_func\((\d+)\);$", re.M)
+_VAR_DECL = re.compile(r'^\s*Var (\w+)\((?:"(\w+)"|\w+\.get_schedule\(\)\.dims\(\)\[\d+\]\.var)\);$', re.M)
+_FUNC_BLOCK = re.compile(r"^[ \t]*(\w+)\n((?:[ \t]*\..*\n)+)", re.M)
+_COMPUTE_AT = re.compile(r"\.compute_at\((\w+), (\w+)\)")
+_STORE_AT = re.compile(r"\.store_at\((\w+), (\w+)\)")
+
+
+def unslide(pipeline, results) -> list[str]:
+    """Compute every Func an autoscheduler stored outside its compute level
+    (``store_at``/``store_root`` above ``compute_at``) at its store level
+    instead: no sliding window, no storage folding. Returns the changed
+    Funcs' names and notes the change in ``results.schedule_source``.
+
+    Halide 21's sliding window is wrong where the producer's region at one
+    iteration is a point that moves with the loop joined to a block that
+    does not (halide/Halide#8140 is another open case). Adams2019 chose it
+    for ``t = x * 2; t[:, None] + t`` of 65-181 elements (parallelism=1):
+    ``t.compute_at(out, v0i).store_at(out, v1)`` read uninitialized memory
+    at 13460 of 16641 outputs (3.6e35 where 4.0 was due). Computed at the
+    store level, a Func fills the region sliding would have filled by the
+    end of the loop, once; storage folding is lost, so a Func placed on the
+    stack moves to Halide's choice (the heap when large). Of 14459
+    Adams2019 schedules in the test and fuzz caches, about 300 slid."""
+    import halide as hl
+    source = results.schedule_source
+    funcs = {name: pipeline.get_func(int(k)) for name, k in _FUNC_DECL.findall(source)}
+    var_names = {ident: literal or ident for ident, literal in _VAR_DECL.findall(source)}
+    changed = []
+    for name, body in _FUNC_BLOCK.findall(source):
+        compute, store = _COMPUTE_AT.search(body), _STORE_AT.search(body)
+        if compute is None or (store is None and ".store_root()" not in body):
+            continue
+        if store is not None and store.groups() == compute.groups():
+            continue
+        func = funcs.get(name)
+        if func is None or (store is not None and (store.group(1) not in funcs
+                                                   or store.group(2) not in var_names)):
+            continue  # a form this parser does not know: keep the schedule
+        if store is None:
+            func.compute_root()
+        else:
+            func.compute_at(funcs[store.group(1)], hl.Var(var_names[store.group(2)]))
+        if ".store_in(MemoryType::Stack)" in body:
+            func.store_in(hl.MemoryType.Auto)
+        changed.append(name)
+    if changed:
+        results.schedule_source = source + (
+            f"\n// halojit: {', '.join(changed)} computed at the store level"
+            " (autoschedule.unslide: no sliding window)\n")
+    return changed
