@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
+import operator
 
 import numpy as np
 
@@ -459,13 +460,20 @@ for _n, _fs in [("sum", (np.sum,)), ("prod", (np.prod,)), ("mean", (np.mean,)),
     implements(*_fs)(_reducer(_n))
 
 
+def _flat_0d(a, axis) -> bool:
+    """Whether a 0-d ``a`` with ``axis`` 0 or -1 is taken as one element, as
+    numpy's cumsum, cumprod, argsort and argpartition take it (sort and
+    partition refuse it: the axis is out of bounds)."""
+    return a.ndim == 0 and not isinstance(axis, (tuple, list)) and operator.index(axis) in (0, -1)
+
+
 def _scan(name):
     def fn(a, axis=None, dtype=None, out=None):
         _unsupported_kw(name, {"out": out})
         loc = user_loc()
         ctx = _ctx_of(a)
         a = _tr(ctx, a, loc)
-        if axis is None:  # numpy scans the flattened array
+        if axis is None or _flat_0d(a, axis):  # numpy scans the flattened array
             a, axis = reshape(a, (-1,)), 0
         ax = normalize_axis(axis, a.ndim, name, loc)
         acc = np.dtype(dtype) if dtype is not None else _sum_dtype(a.dtype)
@@ -490,7 +498,7 @@ def _sorting(op, a, axis, kind, order, loc):
         raise ValueError(f"{fname}: kind must be one of {_SORT_KINDS[1:]}, got {kind!r}.")
     ctx = _ctx_of(a)
     a = _tr(ctx, a, loc)
-    if axis is None:  # numpy sorts the flattened array
+    if axis is None or (op == "argsort" and _flat_0d(a, axis)):  # numpy sorts the flattened array
         a, axis = reshape(a, (-1,)), 0
     if a.dtype.kind not in "biuf":
         raise UnsupportedError(f"{fname}: {a.dtype} arrays are not supported{format_loc(loc)}; "

@@ -26,7 +26,7 @@ import warnings
 import numpy as np
 
 from ..errors import UnsupportedError, format_loc
-from .numpy_api import (COMPOSITE_LOOPS, COMPOSITE_UFUNCS, _along_last, _array, _ctx_of, _tr,
+from .numpy_api import (COMPOSITE_LOOPS, COMPOSITE_UFUNCS, _along_last, _array, _ctx_of, _flat_0d, _tr,
                         _unsupported_kw, common_dtype, implements, std_of_var)
 from .ops import normalize_axes, normalize_axis
 from .tracer import TracedArray, user_loc
@@ -806,7 +806,7 @@ def _partition(fname, op, a, kth, axis, kind, order):
     if kind != "introselect":
         raise ValueError(f"{fname}: kind must be 'introselect', got {kind!r}")
     a = _tr(_ctx_of(a), a, loc)
-    if axis is None:
+    if axis is None or (fname == "argpartition" and _flat_0d(a, axis)):
         a, axis = np.reshape(a, (-1,)), 0
     n = a.shape[normalize_axis(axis, a.ndim, fname, loc)]
     for k in np.atleast_1d(np.asarray(kth)).ravel():

@@ -176,6 +176,19 @@ CASES = {
     "too-many-indices-none": (lambda a: a[None, np.array([0]), :, np.array([0])], [ONES22]),
     "reshape-F-wrong-size": (lambda a: a.reshape((4,), order="F"), [np.ones((2, 3))]),
     "np.reshape-F-wrong-size": (lambda a: np.reshape(a, (4,), order="F"), [np.ones((2, 3))]),
+    # scans and argsorts take a 0-d value with axis 0 or -1 as one element;
+    # sort and partition refuse it, and every one refuses axis 1
+    "cumsum-0d-axis0": (lambda a: np.cumsum(a.sum(), axis=0), [F32_NAN]),
+    "cumprod-0d-axis-1": (lambda a: np.cumprod(a[0], axis=-1), [I32]),
+    "nancumsum-0d-axis0": (lambda a: np.nancumsum(a[1], axis=0), [F32_NAN]),
+    "nancumprod-0d-axis0": (lambda a: np.nancumprod(a[1], axis=0), [F32_NAN]),
+    "cumsum-method-0d": (lambda a: a[2].cumsum(axis=0), [U16]),
+    "cumsum-0d-axis1": (lambda a: np.cumsum(a[0], axis=1), [I32]),
+    "argsort-0d-axis0": (lambda a: np.argsort(a.max(), axis=0), [F32_NAN]),
+    "argsort-0d-axis-1": (lambda a: np.argsort(a[1]), [I32]),
+    "argpartition-0d": (lambda a: np.argpartition(a[1], 0, axis=0), [I32]),
+    "sort-0d-axis0": (lambda a: np.sort(a[1], axis=0), [I32]),
+    "partition-0d": (lambda a: np.partition(a[1], 0), [I32]),
 }
 
 LEVELS = [0, 3]
