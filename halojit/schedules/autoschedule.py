@@ -186,7 +186,8 @@ def apply_schedule(lowered, target, spec: ScheduleSpec):
     load_plugin(spec.name)
     results = lowered.pipeline.apply_autoscheduler(
         target, hl.AutoschedulerParams(spec.name, dict(spec.params)))
-    unslide(lowered.pipeline, results)
+    if not target.has_gpu_feature():  # GPU Funcs store at blocks and compute at threads
+        unslide(lowered.pipeline, results)
     return results, None
 
 
@@ -195,6 +196,24 @@ _VAR_DECL = re.compile(r'^\s*Var (\w+)\((?:"(\w+)"|\w+\.get_schedule\(\)\.dims\(
 _FUNC_BLOCK = re.compile(r"^[ \t]*(\w+)\n((?:[ \t]*\..*\n)+)", re.M)
 _COMPUTE_AT = re.compile(r"\.compute_at\((\w+), (\w+)\)")
 _STORE_AT = re.compile(r"\.store_at\((\w+), (\w+)\)")
+_REORDER = re.compile(r"\.reorder\(\{([^}]*)\}\)")
+_PARALLEL = re.compile(r"\.parallel\((\w+)")
+
+
+def _parallel_between(consumer_body: str, inner: str, outer: str | None) -> bool:
+    """Whether a parallel loop of the consumer lies from ``inner`` (included)
+    out to ``outer`` (excluded; None: the root), where Halide does not slide;
+    unknown loop orders count as parallel when any loop is."""
+    parallel = set(_PARALLEL.findall(consumer_body))
+    order = _REORDER.search(consumer_body)
+    if not parallel:
+        return False
+    if order is None:
+        return True
+    loops = [v.strip() for v in order.group(1).split(",")]
+    if inner not in loops or (outer is not None and outer not in loops):
+        return True
+    return bool(parallel & set(loops[loops.index(inner):loops.index(outer) if outer else None]))
 
 
 def unslide(pipeline, results) -> list[str]:
@@ -217,17 +236,22 @@ def unslide(pipeline, results) -> list[str]:
     source = results.schedule_source
     funcs = {name: pipeline.get_func(int(k)) for name, k in _FUNC_DECL.findall(source)}
     var_names = {ident: literal or ident for ident, literal in _VAR_DECL.findall(source)}
+    blocks = dict(_FUNC_BLOCK.findall(source))
     changed = []
-    for name, body in _FUNC_BLOCK.findall(source):
+    for name, body in blocks.items():
         compute, store = _COMPUTE_AT.search(body), _STORE_AT.search(body)
         if compute is None or (store is None and ".store_root()" not in body):
             continue
         if store is not None and store.groups() == compute.groups():
             continue
         func = funcs.get(name)
-        if func is None or (store is not None and (store.group(1) not in funcs
+        if func is None or (store is not None and (store.group(1) != compute.group(1)
+                                                   or store.group(1) not in funcs
                                                    or store.group(2) not in var_names)):
             continue  # a form this parser does not know: keep the schedule
+        if _parallel_between(blocks.get(compute.group(1), ""), compute.group(2),
+                             store.group(2) if store is not None else None):
+            continue  # not slid: computed per parallel iteration, kept so
         if store is None:
             func.compute_root()
         else:

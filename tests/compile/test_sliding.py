@@ -95,3 +95,12 @@ def test_unslide_reads_store_root_and_leaves_unknown_forms():
     # a loop this parser cannot name: the schedule is kept as it is
     unknown = _Results(plain + "t\n    .compute_at(out, v0)\n    .store_at(out, r4_x);\n")
     assert unslide(pipeline, unknown) == []
+    # a parallel loop between the two levels: not slid, kept
+    plain += "Var v1(\"v1\");\nVar v0i(\"v0i\");\n"
+    consumer = "out\n    .split(v0, v0, v0i, 8)\n    .parallel(v0i)\n    .reorder({v0i, v1, v0});\n"
+    par = _Results(plain + consumer + "t\n    .compute_at(out, v0i)\n    .store_at(out, v0);\n")
+    assert unslide(pipeline, par) == []
+    # a serial one: computed at the store level
+    ser = _Results(plain + consumer.replace("parallel(v0i)", "parallel(v0)")
+                   + "t\n    .compute_at(out, v0i)\n    .store_at(out, v1);\n")
+    assert unslide(pipeline, ser) == ["t"]
