@@ -230,7 +230,7 @@ def unslide(pipeline, results) -> list[str]:
     at 13460 of 16641 outputs (3.6e35 where 4.0 was due). Computed at the
     store level, a Func fills the region sliding would have filled by the
     end of the loop, once; storage folding is lost, so a Func placed on the
-    stack moves to Halide's choice (the heap when large). Of 14459
+    stack moves to Halide's choice (the heap when large). Of 12639
     Adams2019 schedules in the test and fuzz caches, 227 slid."""
     import halide as hl
     source = results.schedule_source
