@@ -26,7 +26,7 @@ from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, pa
 from .streaming import ALIGN, aligned_for_stream, alignable, prefetch_inputs, stream_outputs
 
 # Bump when lowering or a template changes what a cached kernel computes or how.
-CODEGEN_VERSION = "52"
+CODEGEN_VERSION = "53"
 # Groups whose values all have fewer elements are scheduled without parallel
 # loops: waking the thread pool costs more than it saves. Medians, 2-core VM,
 # kernel us, parallel / serial: softmax (16,1024) 22.6 / 18.6, (32,1024)
@@ -170,7 +170,8 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
         return default_gpu_spec(local)
     from ..schedules.col_reduce import default_params as col_default_params
     from ..schedules.templates import (elementwise_fits, flat_axes, full_reduce_fits,
-                                      matmul_fits, row_reduce_fits, scatter_fits, sort_fits,
+                                      matmul_fits, row_arg_fits, row_reduce_fits, scatter_fits,
+                                      sort_fits,
                                       stencil_chain, stencil_fits, transpose_fits)
     from .compile import native_lanes
     lanes = native_lanes(target, 16)  # float32 lanes of one native vector
@@ -181,6 +182,8 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
         return make_spec("Sort", {"parallel": "0"} if serial else {})
     if scatter_fits(local):
         return make_spec("Scatter", {"parallel": "0"} if serial else {})
+    if row_arg_fits(local):
+        return make_spec("RowArg", {"parallel": "0"} if serial else {})
     # both templates below need one output; small groups get one task (every
     # row, one strip): no parallel loop, no thread pool for tiny work
     if row_reduce_fits(local):

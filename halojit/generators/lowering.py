@@ -1309,10 +1309,15 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
             mm = next(n for n in graph.nodes if n.op == "matmul")
             block = matmul_block(dict(spec.params), mm.dtype.itemsize, native_lanes(target, 16))
             wrap = target is not None and target.has_feature(hl.TargetFeature.StrictFloat)
+    lanes = partial_lanes(target)
+    if spec is not None and spec.name == "RowArg":
+        from ..schedules.row_arg import arg_unroll, row_arg_fits
+        if row_arg_fits(graph):  # independent accumulator vectors per row
+            lanes *= arg_unroll(dict(spec.params))
     from ..schedules.autoschedule import autoschedules
     guard = autoschedules(spec) and any(
         n.op in PART_READS and any(i.op != "input" for i in n.inputs) for n in graph.nodes)
-    lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, partial_lanes(target),
+    lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, lanes,
                  gpu=target is not None and target.has_gpu_feature(), guard_inputs=guard)
     pipeline, params, outputs = lw.lower()
     lowered = LoweredGroup(pipeline, params, outputs, lw.stages, graph)

@@ -18,6 +18,7 @@ from ..graph.passes.flatten import merge_trailing
 from ..graph.ops.reduce import SCANS, SCATTERS, SORTS
 from .col_reduce import COL_REDUCE, apply_col_reduce, col_reduce_fits
 from .full_reduce import FULL_REDUCE, apply_full_reduce, full_reduce_fits
+from .row_arg import ROW_ARG, apply_row_arg, row_arg_fits
 from .scatter import SCATTER, apply_scatter, scatter_fits
 from .sort import SORT, apply_sort, sort_fits
 from .transpose import TRANSPOSE, apply_transpose, tile_blocks, transpose_fits
@@ -47,6 +48,7 @@ TEMPLATES = {
                     "math chains); last axes shorter than 16 fused with the ones before"),
     "FullReduce": FULL_REDUCE,
     "ColReduce": COL_REDUCE,
+    "RowArg": ROW_ARG,
     "Transpose": TRANSPOSE,
     "Sort": SORT,
     "Scatter": SCATTER,
@@ -793,6 +795,7 @@ _APPLY = {
     "Stencil": (stencil_fits, apply_stencil),
     "FullReduce": (full_reduce_fits, apply_full_reduce),
     "ColReduce": (col_reduce_fits, apply_col_reduce),
+    "RowArg": (row_arg_fits, apply_row_arg),
     "Elementwise": (elementwise_fits, apply_elementwise),
     "Transpose": (transpose_fits, apply_transpose),
     "Sort": (sort_fits, apply_sort),
