@@ -192,7 +192,8 @@ def apply_schedule(lowered, target, spec: ScheduleSpec):
 
 
 _FUNC_DECL = re.compile(r"^\s*Func (\w+) = pipeline\.get_func\((\d+)\);$", re.M)
-_VAR_DECL = re.compile(r'^\s*Var (\w+)\((?:"(\w+)"|\w+\.get_schedule\(\)\.dims\(\)\[\d+\]\.var)\);$', re.M)
+_VAR_DECL = re.compile(
+    r'^\s*Var (\w+)\((?:"(\w+)"|\w+\.get_schedule\(\)\.dims\(\)\[\d+\]\.var)\);$', re.M)
 _FUNC_BLOCK = re.compile(r"^[ \t]*(\w+)\n((?:[ \t]*\..*\n)+)", re.M)
 _COMPUTE_AT = re.compile(r"\.compute_at\((\w+), (\w+)\)")
 _STORE_AT = re.compile(r"\.store_at\((\w+), (\w+)\)")
