@@ -26,8 +26,8 @@ import warnings
 import numpy as np
 
 from ..errors import UnsupportedError, format_loc
-from .numpy_api import (COMPOSITE_LOOPS, COMPOSITE_UFUNCS, _along_last, _array, _ctx_of, _flat_0d, _tr,
-                        _unsupported_kw, common_dtype, implements, std_of_var)
+from .numpy_api import (COMPOSITE_LOOPS, COMPOSITE_UFUNCS, _along_last, _array, _ctx_of, _flat_0d,
+                        _tr, _unsupported_kw, common_dtype, implements, std_of_var)
 from .ops import normalize_axes, normalize_axis
 from .tracer import TracedArray, user_loc
 

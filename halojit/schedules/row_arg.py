@@ -57,12 +57,8 @@ def arg_unroll(params) -> int:
     return max(1, int(params.get("unroll", ROW_ARG[0]["unroll"])))
 
 
-def _split_vector(f, var, size: int, name: str):
-    inner = hl.Var(f"{var.name()}_{name}")
-    f.split(var, var, inner, size, hl.TailStrategy.GuardWithIf).vectorize(inner)
-
-
 def apply_row_arg(lowered, params) -> str:
+    from .templates import _vectorize, fuse_loops
     parts = [st for st in lowered.stages if st.kind == "partial"]
     reduces = [st for st in lowered.stages if st.kind == "reduce"]
     others = [st for st in lowered.stages if st.kind not in ("partial", "reduce")]
@@ -82,11 +78,7 @@ def apply_row_arg(lowered, params) -> str:
     x = oargs[0]
     xo, xi = hl.Var("xo"), hl.Var("xi")
     out.split(x, xo, xi, rows, hl.TailStrategy.GuardWithIf).vectorize(xi)
-    task = xo
-    for k, v in enumerate(oargs[1:]):
-        fused = hl.Var(f"task{k}")
-        out.fuse(task, v, fused)
-        task = fused
+    task = fuse_loops(out, xo, list(oargs[1:]), "task")
     if parallel:
         out.parallel(task)
     lines.append(f"{out.name()}.split({x.name()}, xo, xi, {rows}).vectorize(xi)"
@@ -94,9 +86,9 @@ def apply_row_arg(lowered, params) -> str:
     # the lanes combined per row, vectorized across the task's rows
     red.compute_at(out, task)
     rx = red.args()[0]
-    _split_vector(red, rx, rows, "r")
+    _vectorize(red, rx, rows)
     for u in range(red.num_update_definitions()):
-        _split_vector(red.update(u), rx, rows, f"u{u}")
+        _vectorize(red.update(u), rx, rows)
     lines.append(f"{red.name()}.compute_at({out.name()}, task).vectorize({rx.name()}, {rows})"
                  " (every update too)")
     # the partials: the task's rows, each walked once with the lane vectors unrolled
