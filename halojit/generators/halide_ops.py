@@ -16,6 +16,7 @@ import numpy as np
 
 from . import halide_fastmath as FM
 from . import halide_math as M
+from . import halide_math64 as M64
 
 _HL_SCALAR = {
     "i": {8: hl.Int(8), 16: hl.Int(16), 32: hl.Int(32), 64: hl.Int(64)},
@@ -768,6 +769,17 @@ for _name in M.UNARY:
     UNARY[_name] = _vectorized_f32(_name, UNARY[_name])
 for _name in M.BINARY:
     BINARY[_name] = _vectorized_f32(_name, BINARY[_name])
+
+
+def _vectorized_f64(fast, other):
+    def fn(a):
+        return fast(a) if a.type() == hl.Float(64) else other(a)
+    return fn
+
+
+# float64 exp and log families (halide_math64), where Halide calls libm per element
+for _name, _fn in M64.UNARY.items():
+    UNARY[_name] = _vectorized_f64(_fn, UNARY[_name])
 
 
 def _fast_f32(fast, other):

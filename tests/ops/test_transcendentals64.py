@@ -1,0 +1,127 @@
+"""float64 exp and log families compiled at opt_level 3
+(halojit/generators/halide_math64.py) against numpy and against 80-bit long
+double references, in float64 ulps: special values (NaN, +-inf, +-0.0,
+subnormal inputs and results, the overflow and underflow edges, the
+reduction's breakpoints) and random magnitudes from 1e-320 to 1e308.
+
+Bounds: 3 ulp of numpy's result and 2 ulp of the long double one (measured
+maxima: exp, cosh, log, log2, log10 and log1p 1 ulp; expm1 and sinh 2; tanh
+3 from numpy, 2 from long double); exact where numpy's value is exact
+(exp(0), log(1), log2 of powers of two, log10 of powers of ten), NaN where
+numpy gives NaN and the sign of every zero as numpy's.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import halojit
+
+pytestmark = pytest.mark.level3
+
+NAMES = ["exp", "expm1", "tanh", "sinh", "cosh", "log", "log2", "log10", "log1p"]
+MAX_ULP_NUMPY = 3
+MAX_ULP_EXACT = 2
+LONG_DOUBLE = np.finfo(np.longdouble).nmant >= 63  # x87 extended (x86-64 Linux)
+
+SPECIAL = np.array([
+    0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 2.2250738585072014e-308, 1e-310, 1e-300,
+    1e-20, 1e-16, 1e-8, 1e-5, 0.3, 0.5, 1.0, -1.0, 2.0, 8.0, 1024.0, 2.0 ** -1000, 0.75, 1.5,
+    np.sqrt(2), np.sqrt(0.5), 1.4142135623730951, 1.414213562373095, 709.78, 709.79, 710.4,
+    710.48, -745.13, -745.14, -708.4, -708.39, -720.0, 19.06, 19.07, 40.0, -40.0, -37.0, 1e300,
+    -1e300, 1.7976931348623157e308, -0.99999999, -1 + 1e-16, -0.5, 0.34657359027997264,
+    -0.34657359027997264, 0.6931471805599453, 3 * 0.6931471805599453,
+])
+
+
+def _inputs(seed):
+    rng = np.random.default_rng(seed)
+    mags = 10.0 ** rng.uniform(-320, 308, 30000) * rng.choice([-1.0, 1.0], 30000)
+    return np.concatenate([SPECIAL, mags, rng.uniform(-800, 800, 20000),
+                           rng.uniform(-746, -700, 5000), rng.uniform(-3, 3, 20000),
+                           rng.uniform(-1e-3, 1e-3, 5000), rng.uniform(0.5, 2.0, 20000),
+                           rng.uniform(-1, 0, 5000)])
+
+
+def ulp_distance64(got, want):
+    """|got - want| in float64 ulps (0 where both are NaN, 2**60 where one is)."""
+    g = got.view(np.int64)
+    w = want.view(np.int64)
+    g = np.where(g < 0, -(g & 0x7FFFFFFFFFFFFFFF), g)
+    w = np.where(w < 0, -(w & 0x7FFFFFFFFFFFFFFF), w)
+    d = np.abs((g - w).astype(np.float64))
+    d[np.isnan(got) & np.isnan(want)] = 0
+    d[np.isnan(got) != np.isnan(want)] = 2.0 ** 60
+    return d
+
+
+def _worst(d, x, got, want, name, what):
+    i = int(np.argmax(d))
+    return f"{name}({x[i]!r}): got {got[i]!r}, {what} {want[i]!r} ({d[i]:.0f} ulp)"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_within_ulps_of_numpy_and_long_double(name):
+    fn = getattr(np, name)
+    x = _inputs(sum(map(ord, name)))
+    got = halojit.trace(lambda a: fn(a))(x)
+    assert got.dtype == np.float64
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = fn(x)
+        exact = fn(x.astype(np.longdouble)).astype(np.float64)
+    d = ulp_distance64(got, want)
+    assert d.max() <= MAX_ULP_NUMPY, _worst(d, x, got, want, name, "numpy")
+    if LONG_DOUBLE:
+        d = ulp_distance64(got, exact)
+        assert d.max() <= MAX_ULP_EXACT, _worst(d, x, got, exact, name, "long double")
+    zeros = want == 0
+    assert np.array_equal(np.signbit(got[zeros]), np.signbit(want[zeros])), "sign of zero"
+
+
+def test_exact_values_stay_exact():
+    """exp(0) = 1, log(1) = 0, log2 of every power of two is its exponent
+    and log10 of every power of ten numpy's (code that floors them to count
+    bits or digits relies on it)."""
+    powers = 2.0 ** np.arange(-1074, 1024)
+    got = halojit.trace(lambda a: np.log2(a))(powers)
+    np.testing.assert_array_equal(got, np.arange(-1074, 1024, dtype=np.float64))
+    tens = 10.0 ** np.arange(-300, 309)
+    got = halojit.trace(lambda a: np.log10(a))(tens)
+    np.testing.assert_array_equal(got, np.log10(tens))
+    np.testing.assert_array_equal(got[300:323], np.arange(23.0))  # 10**n exact to n = 22
+    ints = np.arange(1, 300001, dtype=np.float64)
+    digits = halojit.trace(lambda a: np.floor(np.log10(a)).astype(np.int64) + 1)(ints)
+    np.testing.assert_array_equal(digits, [len(str(i)) for i in range(1, 300001)])
+    one = np.array([0.0, 1.0])
+    np.testing.assert_array_equal(halojit.trace(lambda a: np.exp(a[:1]))(one), [1.0])
+    np.testing.assert_array_equal(halojit.trace(lambda a: np.log(a[1:]))(one), [0.0])
+
+
+def test_fused_with_other_float64_ops_and_views():
+    """Inside a larger kernel, on a strided view and 2-D: softplus-like chains
+    in float64 against numpy."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((300, 257)) * 20
+
+    @halojit.trace
+    def f(a):
+        return np.log1p(np.exp(-np.abs(a))) + np.maximum(a, 0) - np.tanh(a) * np.cosh(a / 40)
+
+    v = x[::2, 1::3]
+    got = f(v)
+    want = np.log1p(np.exp(-np.abs(v))) + np.maximum(v, 0) - np.tanh(v) * np.cosh(v / 40)
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14)
+
+
+def test_float32_and_float16_keep_their_own_paths():
+    x = np.linspace(-5, 5, 101)
+    for dt in (np.float32, np.float16):
+        got = halojit.trace(lambda a: np.exp(a) + np.log1p(np.abs(a)))(x.astype(dt))
+        assert got.dtype == dt
+        want = np.exp(x.astype(dt)) + np.log1p(np.abs(x.astype(dt)))
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=2e-3 if dt == np.float16 else 1e-6)
