@@ -94,6 +94,18 @@ def test_huge_sin_cos_arguments_are_reduced_exactly():
         assert np.max(ulp_distance(got, want)) <= 1, (fn.__name__, got, want)
 
 
+def test_float32_log_family_exact_where_numpy_is():
+    """halide_math.log: log(1) = 0, log2 of every float32 power of two is its
+    exponent, and floor(log10) counts digits as numpy's does."""
+    p2 = (2.0 ** np.arange(-149, 128)).astype(np.float32)
+    got = halojit.trace(lambda a: np.log2(a))(p2)
+    np.testing.assert_array_equal(got, np.arange(-149, 128, dtype=np.float32))
+    ints = np.arange(1, 100001, dtype=np.float32)
+    got = halojit.trace(lambda a: np.floor(np.log10(a)))(ints)
+    np.testing.assert_array_equal(got, np.floor(np.log10(ints)))
+    assert halojit.trace(lambda a: np.log(a))(np.ones(3, np.float32)).tolist() == [0.0] * 3
+
+
 def test_float16_goes_through_float32():
     x = np.linspace(-3, 3, 101).astype(np.float16)
     for fn in (np.sin, np.expm1, np.cbrt):
