@@ -451,6 +451,7 @@ def _exp(a):
     if a.type() != hl.Float(32):
         return hl.exp(a)
     f32 = hl.f32
+    a = opaque(a)  # see _vectorized: exp(float32(abs(int32 -2**31))) gave 1.77e25
     x = hl.select(a > f32(89), f32(89), a)
     x = hl.select(x < f32(-104), f32(-104), x)
     kt = x * f32(1 / LN2) + f32(_ROUND_MAGIC)
@@ -512,6 +513,7 @@ def _tanh(a):
     if a.type() != hl.Float(32):
         return hl.tanh(a)
     f32 = hl.f32
+    a = opaque(a)  # see _vectorized
     u32 = hl.UInt(32)
     ax = M._abs(a)
     # clamp as a select: NaN compares false and flows through to the result
@@ -691,10 +693,19 @@ LN10 = math.log(10.0)
 
 def _vectorized_f32(name, other):
     """float32 from halide_math (vectorized polynomials); other types ``other``."""
-    fast = (M.UNARY if name in M.UNARY else M.BINARY)[name]
+    return _vectorized(hl.Float(32), (M.UNARY if name in M.UNARY else M.BINARY)[name], other)
 
+
+def _vectorized(t, fast, other):
+    """``fast`` (a polynomial of ours) for operands of type ``t``, their values
+    hidden from Halide's interval analysis (``opaque``): it bounds
+    reinterpret<int32>(abs(x)) as non-negative, so the NaN of log(-2**31.0)
+    (np.log(np.abs(x)) of int32 -2**31, which numpy wraps) folded away and
+    the polynomial returned 1441.05. ``other`` for the rest."""
     def fn(*args):
-        return fast(*args) if args[0].type() == hl.Float(32) else other(*args)
+        if args[0].type() == t:
+            return fast(*[opaque(a) for a in args])
+        return other(*args)
     return fn
 
 
@@ -771,15 +782,9 @@ for _name in M.BINARY:
     BINARY[_name] = _vectorized_f32(_name, BINARY[_name])
 
 
-def _vectorized_f64(fast, other):
-    def fn(a):
-        return fast(a) if a.type() == hl.Float(64) else other(a)
-    return fn
-
-
 # float64 exp and log families (halide_math64), where Halide calls libm per element
 for _name, _fn in M64.UNARY.items():
-    UNARY[_name] = _vectorized_f64(_fn, UNARY[_name])
+    UNARY[_name] = _vectorized(hl.Float(64), _fn, UNARY[_name])
 
 
 def _fast_f32(fast, other):

@@ -92,8 +92,10 @@ DEEP_FLOAT_OPS = frozenset({"remainder", "fmod", "floor_divide"})
 # uses its argument several times, wrapped in strict_float. Halide's
 # strict_float lowering walks an Expr as a tree, so a transcendental of a
 # transcendental inlined grows with the product of those uses: exp(exp(sin(x)))
-# on float32 took 30 s and 6 GB to compile. One that feeds another is a Func
-# of its own (its consumer's Expr holds a call): 0.6 s.
+# on float32 took 30 s and 6 GB to compile. One that feeds another, directly
+# or through other inlined ops (np.exp(np.exp(x) * 0.1): four levels of it
+# never finished, 12-18 GB, on float32 as on float64), is a Func of its own
+# (its consumer's Expr holds a call): 0.6 s.
 TRANSCENDENTAL_OPS = frozenset({
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "arcsin",
     "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "cbrt",
@@ -140,6 +142,9 @@ class Lowerer:
             for i in n.inputs:
                 users[i] = users.get(i, 0) + 1
         self.users = users
+        # nodes whose Expr (not a Func call) contains a transcendental's
+        # polynomial, directly or through other inlined ops
+        self.holds_transcendental: set[Node] = set()
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -222,9 +227,10 @@ class Lowerer:
             if node.op == "constant":
                 self.env[node] = self._constant(node)
                 continue
-            if node.op in TRANSCENDENTAL_OPS and node.dtype.kind == "f":
+            transcendental = node.op in TRANSCENDENTAL_OPS and node.dtype.kind == "f"
+            if transcendental:
                 for i in node.inputs:  # nested transcendentals: see TRANSCENDENTAL_OPS
-                    if i.op in TRANSCENDENTAL_OPS and self.env[i].func is None:
+                    if i in self.holds_transcendental and self.env[i].func is None:
                         self.env[i] = self.materialize(self.env[i], cheap=False)
             lazy = self._lower_node(node)
             shared = self.users.get(node, 0) > 1 and node.aval.size > 1 \
@@ -232,6 +238,10 @@ class Lowerer:
             deep = node.op in DEEP_FLOAT_OPS and node.dtype.kind == "f"
             if lazy.func is None and (shared or deep):
                 lazy = self.materialize(lazy, cheap=self.cheap(node))
+            if lazy.func is None and (transcendental or any(
+                    i in self.holds_transcendental and self.env[i].func is None
+                    for i in node.inputs)):
+                self.holds_transcendental.add(node)
             self.env[node] = lazy
         outputs = []
         for k, node in enumerate(self.graph.outputs):
