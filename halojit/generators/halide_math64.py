@@ -1,4 +1,5 @@
-"""Vectorizable float64 exp and log families as Halide Exprs (float64 in, float64 out).
+"""Vectorizable float64 exp and log families and power as Halide Exprs
+(float64 in, float64 out).
 
 Halide lowers every float64 math function to a scalar libm call, so numpy's
 float64 ``exp``, ``log`` and ``tanh`` loops (AVX-512 and AVX2 SIMD) ran
@@ -6,15 +7,16 @@ float64 ``exp``, ``log`` and ``tanh`` loops (AVX-512 and AVX2 SIMD) ran
 VM, 4M elements). Here each function is a range reduction and a polynomial
 in float64 vectors, every step an IEEE operation (strict_float, no FMA), with
 numpy's NaN, inf, -0.0 and subnormal behaviour. Accuracy against numpy and
-against 80-bit long double references is in tests/ops/test_transcendentals64.py.
-
-Not here (still libm, numpy's results exactly): power, the trigonometric
-and inverse functions.
+against 80-bit long double references is in tests/ops/test_transcendentals64.py;
+power goes through double-double logarithms (see ``power``). Not here
+(still libm, numpy's results exactly): the trigonometric and inverse
+functions.
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import halide as hl
 
@@ -73,17 +75,21 @@ def _with_sign(v, of):
     return hl.reinterpret(F64, hl.reinterpret(U64, v) | sign)
 
 
-def _reduce(x):
-    """(k, r, q) with x = k ln2 + r, k = round(x / ln2) as uint64 (_pow2), |r| <= 0.35
-    and q = e**r - 1 = r + r**2 Q(r), for finite |x| < 2**40."""
+def _reduce(x, extra=None):
+    """(k, r, q) with x (+ extra) = k ln2 + r, k = round(x / ln2) as uint64
+    (_pow2), |r| <= 0.35 and q = e**r - 1 = r + r**2 Q(r), for finite
+    |x| < 2**40; ``extra``, a small float64 Expr, is the low part of a
+    double-double argument (power)."""
     kt = x * _c(LOG2E) + _c(_MAGIC)
     kf = kt - _c(_MAGIC)
     r = (x - kf * _c(_LN2_HI)) - kf * _c(_LN2_LO)  # the first step exact (Sterbenz)
+    if extra is not None:
+        r = r + extra
     k = hl.reinterpret(U64, kt) - hl.u64(_MAGIC_BITS)
     return k, r, r + (r * r) * _poly(r, _EXP_Q)
 
 
-def _exp_shifted(x, shift: int = 0):
+def _exp_shifted(x, shift: int = 0, extra=None):
     """e**x * 2**shift (shift in [-2, 0]) for float64 x: x is clamped to
     [-746, 712] (e**-746 rounds to 0, e**712 / 4 overflows; NaN passes the
     selects), and the scaling by 2**k is split in two factors, both normal,
@@ -91,7 +97,9 @@ def _exp_shifted(x, shift: int = 0):
     subnormals or to inf."""
     xc = hl.select(x > _c(712), _c(712), x)
     xc = hl.select(xc < _c(-746), _c(-746), xc)
-    k, _, q = _reduce(xc)
+    if extra is not None:  # dropped where x is clamped: its low part can be large there
+        extra = hl.select(xc == x, extra, _c(0))
+    k, _, q = _reduce(xc, extra)
     k1, k2 = _halves(k)
     return ((q + _c(1)) * _pow2(k1)) * _pow2(k2 - hl.u64(-shift))
 
@@ -139,11 +147,10 @@ def cosh(x):
     return e + _c(0.25) / e
 
 
-def _log_core(x):
-    """(e, f, s, t) for a positive finite float64 x: x = 2**e (1 + f) with
-    1 + f in [sqrt(1/2), sqrt(2)), f exact, s = f / (2 + f), and
-    t = log(1 + f) - f + f*f/2 = s (f*f/2 + R(s*s)) (see _LOG_P), as float64
-    Exprs; subnormal x is scaled by 2**54 first."""
+def _reduce_log(x):
+    """(e, f) for a positive finite float64 x: x = 2**e (1 + f) with 1 + f in
+    [sqrt(1/2), sqrt(2)), e as float64 and f exact; subnormal x is scaled
+    by 2**54 first."""
     tiny = x < _c(2.0 ** -1022)
     xs = hl.select(tiny, x * _c(2.0 ** 54), x)
     bits = hl.reinterpret(U64, xs)
@@ -154,12 +161,18 @@ def _log_core(x):
     shifted = bits + hl.u64(_ONE_BITS - _SQRT_HALF_BITS)
     e = hl.cast(I64, shifted >> hl.u64(52)) - hl.i64(1023)
     m = hl.reinterpret(F64, (shifted & hl.u64(_MANTISSA)) + hl.u64(_SQRT_HALF_BITS))
-    f = m - _c(1)
+    return hl.cast(F64, e) - hl.select(tiny, _c(54), _c(0)), m - _c(1)
+
+
+def _log_core(x):
+    """(e, f, hfsq, t) for a positive finite float64 x (_reduce_log), with
+    s = f / (2 + f), hfsq = f*f/2 and t = log(1 + f) - f + hfsq =
+    s (hfsq + R(s*s)) (see _LOG_P)."""
+    ef, f = _reduce_log(x)
     s = f / (f + _c(2))
     z = s * s
     hfsq = _c(0.5) * f * f
     t = s * (hfsq + z * _poly(z, _LOG_P))
-    ef = hl.cast(F64, e) - hl.select(tiny, _c(54), _c(0))
     return ef, f, hfsq, t
 
 
@@ -224,6 +237,94 @@ def log1p(x):
     return hl.select(x == _c(0), x, r)  # -0.0 stays -0.0
 
 
+# -- power: exp(y log x) through double-doubles ------------------------------------------
+# y log x must be right to about 2**-64 relative where it reaches +-745 (an
+# absolute error d there is a relative error d of the result), so log x is
+# a double-double: s = f / (2 + f) = s + sl, log(1 + f) = 2 atanh(s) =
+# 2s + 2s**3/3 + s**3 z T(z), z = s*s, with 2/3 as a double-double and T the
+# Taylor series (the Chebyshev fit _LOG_P, good to 1e-15, left 30 ulp in
+# the result), plus 2 sl (1 + z) for the slope of atanh at s. Products are
+# exact by Veltkamp's split (no FMA under strict_float). Measured against
+# 80-bit long double pow: at most 2 ulp, for |x| near 1 with |y| near 2000.
+_SPLIT = 134217729.0  # 2**27 + 1
+_LOG_T = [2.0 / (2 * k + 5) for k in range(11)]  # 2/5 + 2z/7 + ...; next term < 1e-18
+_TWO_THIRDS = (2.0 / 3.0, float(Fraction(2, 3) - Fraction(2.0 / 3.0)))
+
+
+def _two_sum(a, b):
+    """(s, err) with s + err = a + b exactly (Knuth)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _split(a):
+    c = a * _c(_SPLIT)
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _two_prod(a, b):
+    """(p, err) with p + err = a * b exactly (Dekker), for |a|, |b| < 2**996."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _log_dd(x):
+    """log(x) as (hi, lo) for a positive finite float64 x (see above)."""
+    ef, f = _reduce_log(x)
+    d, dl = _two_sum(_c(2), f)
+    s = f / d
+    p, pe = _two_prod(s, d)
+    sl = (((f - p) - pe) - s * dl) / d
+    z, ze = _two_prod(s, s)
+    t3, t3e = _two_prod(s, z)
+    t3e = t3e + s * ze
+    lead, leade = _two_prod(t3, _c(_TWO_THIRDS[0]))
+    leade = leade + (t3e * _c(_TWO_THIRDS[0]) + t3 * _c(_TWO_THIRDS[1]))
+    rest = (t3 * z) * _poly(z, _LOG_T)
+    hi, lo = _two_sum(ef * _c(_LN2_HI), _c(2) * s)
+    hi, lo2 = _two_sum(hi, lead)
+    lo = (lo + lo2) + (((leade + rest) + ef * _c(_LN2_LO)) + (_c(2) * sl) * (_c(1) + z))
+    return _two_sum(hi, lo)
+
+
+def power(x, y):
+    """numpy's float64 power (C99 pow): |x|**y = exp(y log|x|) in
+    double-doubles, then pow's special cases: x**0 = 1 and 1**y = 1 even for
+    NaN, NaN otherwise propagates; zeros and infinities of x by the sign of
+    y; y = +-inf by |x| against 1; a negative x takes the sign of an odd
+    integer y and gives NaN for a non-integer one."""
+    inf = _c(float("inf"))
+    ax = _abs(x)
+    regular = (ax > _c(0)) & (ax < inf)  # false for NaN
+    lh, ll = _log_dd(hl.select(regular, ax, _c(1)))
+    # beyond 2**64, y log|x| overflows exp's range anyway for |x| != 1
+    yc = hl.select(y > _c(2.0 ** 64), _c(2.0 ** 64), hl.select(y < _c(-2.0 ** 64), _c(-2.0 ** 64), y))
+    zh, ze = _two_prod(yc, lh)
+    zh, zl = _two_sum(zh, ze + yc * ll)
+    mag = _exp_shifted(zh, 0, zl)
+    big = (ax == inf) != (y < _c(0))  # 0 or inf for |x| of 0 or inf
+    mag = hl.select(regular, mag, hl.select(big, inf, _c(0)))
+    yinf = hl.is_inf(y)
+    mag = hl.select(yinf & regular,
+                    hl.select(ax == _c(1), _c(1), hl.select((ax > _c(1)) == (y > _c(0)), inf, _c(0))),
+                    mag)
+    y_int = (hl.floor(y) == y) & ~yinf
+    y_odd = y_int & (y - _c(2) * hl.floor(y * _c(0.5)) == _c(1))
+    neg = hl.reinterpret(U64, x) >= hl.u64(1 << 63)
+    r = hl.reinterpret(F64, hl.reinterpret(U64, mag) | hl.select(neg & y_odd, hl.u64(1 << 63), hl.u64(0)))
+    r = hl.select(neg & regular & ~y_int & ~yinf, _c(float("nan")), r)
+    r = hl.select(hl.is_nan(x) | hl.is_nan(y), _c(float("nan")), r)
+    # correctly rounded, as libm's pow is, for the exponents people write
+    # (zeros, infinities and NaN come out as pow has them too)
+    r = hl.select(y == _c(1), x, hl.select(y == _c(2), x * x, hl.select(y == _c(-1), _c(1) / x, r)))
+    r = hl.select((y == _c(0.5)) & regular & ~neg, hl.sqrt(x), r)
+    return hl.select((y == _c(0)) | (x == _c(1)), _c(1), r)
+
+
 def _strict(fn):
     """fn under strict_float even in fast-math kernels (HALOJIT_FAST_MATH=1):
     reassociation would fold the rounding steps (x + _MAGIC) - _MAGIC and
@@ -234,5 +335,11 @@ def _strict(fn):
     return wrapped
 
 
+# power is not wrapped in hl.strict_float: Halide 21's strict_float lowering
+# walks its argument as a tree, and this DAG of double-double steps never
+# finished compiling wrapped (unwrapped: 0.05 s). It relies on the kernel's
+# strict_float target instead; lowering.py calls libm's pow in kernels
+# compiled without it.
+BINARY = {"power": power}
 UNARY = {fn.__name__: _strict(fn) for fn in (exp, expm1, tanh, sinh, cosh, log, log2, log10,
                                                 log1p)}

@@ -782,9 +782,12 @@ for _name in M.BINARY:
     BINARY[_name] = _vectorized_f32(_name, BINARY[_name])
 
 
-# float64 exp and log families (halide_math64), where Halide calls libm per element
+# float64 exp and log families and power (halide_math64), where Halide calls
+# libm per element
 for _name, _fn in M64.UNARY.items():
     UNARY[_name] = _vectorized(hl.Float(64), _fn, UNARY[_name])
+for _name, _fn in M64.BINARY.items():
+    BINARY[_name] = _vectorized(hl.Float(64), _fn, BINARY[_name])
 
 
 def _fast_f32(fast, other):

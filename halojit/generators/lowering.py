@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import halide as hl
 import numpy as np
 
+from ..config import get_config
 from ..errors import UnsupportedError
 from ..graph.ir import Graph, Node
 from ..graph.ops import ELEMENTWISE, REGISTRY, frontier, inlines
@@ -88,6 +89,8 @@ CHEAP_BUDGET = 2
 # inlined into is_nan took 32 s, and (x % 2.0).max(axis=0) on a (3, 4)
 # array never finished compiling (max's NaN check).
 DEEP_FLOAT_OPS = frozenset({"remainder", "fmod", "floor_divide"})
+# float64 power too (halide_math64.power, double-double steps): a consumer
+# that tests it for NaN (np.maximum, np.isnan) walked it as a tree.
 # Float transcendentals: halide_ops builds each as a polynomial Expr that
 # uses its argument several times, wrapped in strict_float. Halide's
 # strict_float lowering walks an Expr as a tree, so a transcendental of a
@@ -235,7 +238,8 @@ class Lowerer:
             lazy = self._lower_node(node)
             shared = self.users.get(node, 0) > 1 and node.aval.size > 1 \
                 and not self.is_view_of_load(node)
-            deep = node.op in DEEP_FLOAT_OPS and node.dtype.kind == "f"
+            deep = (node.op in DEEP_FLOAT_OPS and node.dtype.kind == "f") or (
+                node.op == "power" and node.dtype == np.float64)
             if lazy.func is None and (shared or deep):
                 lazy = self.materialize(lazy, cheap=self.cheap(node))
             if lazy.func is None and (transcendental or any(
@@ -268,7 +272,8 @@ class Lowerer:
         if node.op == "power" and node.dtype.kind in "iu":
             return lower_int_power(self, node, operands)
         if opdef.trait == ELEMENTWISE:
-            return lower_elementwise(node, operands, self.fast_math)
+            strict = get_config().strict_float and not self.fast_math and not self.strict_wrap
+            return lower_elementwise(node, operands, self.fast_math, strict)
         fn = LOWER.get(node.op)
         if fn is None:
             raise UnsupportedError(f"no Halide lowering for op {node.op!r}")
@@ -315,7 +320,9 @@ def _guard_all(idx, shape):
 
 
 # -- elementwise -----------------------------------------------------------------------
-def lower_elementwise(node: Node, operands, fast_math: bool = False) -> Lazy:
+def lower_elementwise(node: Node, operands, fast_math: bool = False,
+                      strict: bool = True) -> Lazy:
+    """``strict``: the kernel compiles with strict_float (float64 power needs it)."""
     shape, out_dt = node.shape, node.dtype
     if node.op == "astype":
         (a,) = operands
@@ -335,6 +342,8 @@ def lower_elementwise(node: Node, operands, fast_math: bool = False) -> Lazy:
     else:
         table = H.UNARY if len(operands) == 1 else H.BINARY
     fn = table[node.op]
+    if node.op == "power" and out_dt == np.float64 and not strict:
+        fn = hl.pow  # halide_math64.power needs a strict_float kernel
     if node.op == "subtract" and out_dt.kind == "f" and node.inputs[0] is node.inputs[1]:
         # y - y is +0, or NaN where y is inf or NaN. Halide's analysis of an
         # update f = f + v simplifies v as if floats were finite (y - y and
