@@ -227,17 +227,25 @@ def _log32_base(a, inv, two):
     log2; within 1 ulp of the correctly rounded result. The same parts
     combined in float64 ran log2 at 0.6x numpy's loop (conversions to and
     from half-width float64 vectors)."""
-    f32 = hl.f32
     ef, f, hfsq, t = _log32_core(a)
     u32 = hl.UInt(32)
     hi = hl.reinterpret(F32, hl.reinterpret(u32, f - hfsq) & hl.u32(0xFFFFF000))
+    return hl.strict_float(_log32_specials(a, log_base_sum(ef, f, hfsq, t, hi, inv, two, hl.f32)))
+
+
+def log_base_sum(ef, f, hfsq, t, hi, inv, two, const):
+    """e * two + log(1 + f) * inv, with log(1 + f) = f - hfsq + t and ``hi``
+    its high part (f - hfsq with its low bits cleared); ``inv`` and ``two``
+    are (high, low) pairs whose high products with hi and e are exact, so
+    the low parts are summed first and only the last addition rounds.
+    ``const`` makes a constant of the type (float32 here, float64 in
+    halide_math64)."""
     lo = ((f - hi) - hfsq) + t
-    y2 = ef * f32(two[0])
-    val_hi = hi * f32(inv[0])
-    val_lo = ef * f32(two[1]) + ((lo + hi) * f32(inv[1]) + lo * f32(inv[0]))
+    y2 = ef * const(two[0])
+    val_hi = hi * const(inv[0])
+    val_lo = ef * const(two[1]) + ((lo + hi) * const(inv[1]) + lo * const(inv[0]))
     w = y2 + val_hi
-    val_lo = val_lo + ((y2 - w) + val_hi)
-    return hl.strict_float(_log32_specials(a, val_lo + w))
+    return (val_lo + ((y2 - w) + val_hi)) + w
 
 
 def log2(a):

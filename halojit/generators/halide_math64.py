@@ -20,7 +20,7 @@ from fractions import Fraction
 
 import halide as hl
 
-from .halide_math import _abs, _c, _poly  # float64 Horner steps, |v| by its bits
+from .halide_math import _abs, _c, _poly, log_base_sum  # float64 Horner steps, |v| by its bits
 
 F64 = hl.Float(64)
 I64, U64 = hl.Int(64), hl.UInt(64)
@@ -207,13 +207,7 @@ def _log_base(x, inv, two):
     exact, as numpy's libm gives them."""
     ef, f, hfsq, t = _log_core(x)
     hi = hl.reinterpret(F64, hl.reinterpret(U64, f - hfsq) & hl.u64(~((1 << 32) - 1) & (2 ** 64 - 1)))
-    lo = ((f - hi) - hfsq) + t
-    y2 = ef * _c(two[0])
-    val_hi = hi * _c(inv[0])
-    val_lo = ef * _c(two[1]) + ((lo + hi) * _c(inv[1]) + lo * _c(inv[0]))
-    w = y2 + val_hi
-    val_lo = val_lo + ((y2 - w) + val_hi)
-    return _log_specials(x, val_lo + w)
+    return _log_specials(x, log_base_sum(ef, f, hfsq, t, hi, inv, two, _c))
 
 
 def log2(x):
