@@ -23,7 +23,7 @@ _find_installed_native_parts()
 from . import cuda, errors
 from .api import TracedFunction, trace
 from .config import get_config as config
-from .errors import (ArtifactError, CompileError, DeviceError, DomainError, DTypeError,
+from .errors import (ArtifactError, AxisError, CompileError, DeviceError, DomainError, DTypeError,
                      HalojitError, IndexOutOfBoundsError, IndexShapeError, IndexTypeError,
                      ShapeError, TraceError, TraceWarning, UnsupportedError)
 from .graph.tracer import exclude_from_trace
@@ -44,5 +44,5 @@ __all__ = [
     "trace", "load", "exclude_from_trace", "config", "TracedFunction", "errors",
     "HalojitError", "TraceError", "TraceWarning", "ShapeError", "DTypeError",
     "UnsupportedError", "CompileError", "ArtifactError", "DomainError", "IndexOutOfBoundsError",
-    "IndexShapeError", "IndexTypeError", "__version__",
+    "IndexShapeError", "IndexTypeError", "AxisError", "__version__",
 ]

@@ -6,6 +6,8 @@ file:line when known) and what to do.
 
 from __future__ import annotations
 
+import numpy as np
+
 
 class HalojitError(Exception):
     """Base class of every error halojit raises on purpose."""
@@ -43,6 +45,16 @@ class IndexShapeError(ShapeError, IndexError):
 
     Example: ``x[3]`` for an x of 3 rows; ``x[0, 0, 0]`` for a 2-D x.
     Fix: index within ``[-n, n)``, one index per axis.
+    """
+
+
+class AxisError(IndexShapeError, np.exceptions.AxisError):
+    """An ``axis=`` outside the array's dimensions: numpy's own AxisError
+    (a ValueError and an IndexError), so ``except np.exceptions.AxisError``
+    works as with numpy, and an IndexShapeError.
+
+    Example: ``np.sum(x, axis=2)`` for a 2-D x.
+    Fix: pass an axis in ``[-ndim, ndim)``.
     """
 
 

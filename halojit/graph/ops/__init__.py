@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...errors import IndexShapeError, ShapeError, UnsupportedError, format_loc
+from ...errors import AxisError, IndexShapeError, ShapeError, UnsupportedError, format_loc
 from ..ir import AbstractArray
 
 # Fusion traits.
@@ -102,7 +102,7 @@ def normalize_axis(axis: int, ndim: int, opname: str, loc: str | None) -> int:
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise TypeError(f"{opname}: axis must be an int, got {axis!r}{format_loc(loc)}.")
     if not -ndim <= axis < ndim:  # numpy's AxisError is an IndexError and a ValueError
-        raise IndexShapeError(
+        raise AxisError(
             f"{opname}: axis {axis} is out of bounds for an array of {ndim} "
             f"dimension{'s' if ndim != 1 else ''}{format_loc(loc)}; "
             f"expected an axis in [{-ndim}, {ndim})."
