@@ -1257,12 +1257,18 @@ def lower_matmul_blocked(lw, node, a, b, block):
     def at(idx):
         *bidx, row, x = idx
         if bv:  # batched B: C keeps the batch axes
-            return hl.Expr(c[[x % block, row, x // block] + bidx[::-1]])
+            return plus_zero(c[[x % block, row, x // block] + bidx[::-1]])
         stride = m  # back to the flattened row
         for d, e in zip(reversed(batch), reversed(bidx)):
             row = row + e * stride
             stride *= d
-        return hl.Expr(c[x % block, row, x // block])
+        return plus_zero(c[x % block, row, x // block])
+
+    def plus_zero(v):
+        # a sum from +0.0 is never -0.0 (numpy's), but the unstrict
+        # accumulation may fold 0 + p to p: for K = 1 a product of -0.0 came
+        # out -0.0. A strict + 0.0 turns -0.0 into +0.0 and keeps the rest.
+        return lw.strict(hl.Expr(v) + hl.cast(ct, 0))
     return Lazy(node.shape, node.dtype, at, c)
 
 

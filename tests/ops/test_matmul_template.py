@@ -168,3 +168,20 @@ def test_pointwise_epilogue_keeps_the_template():
     f = halojit.trace(lambda x, w, b: np.maximum(x @ w + b, 0))
     assert f.lower(x, w, b).groups[0].scheduler.startswith("Matmul")
     np.testing.assert_allclose(f(x, w, b), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k,n", [(1, 5), (1, 64), (2, 40)])
+def test_products_of_negative_zero_sum_to_positive_zero(k, n, dtype):
+    """numpy's matmul sums from +0.0, so it never returns -0.0; the Matmul
+    template's unstrict accumulation folded 0 + p to p and gave -0.0 for
+    K = 1 (found by the fuzz). lower_matmul_blocked adds a strict +0.0."""
+    a = np.full((37, k), -0.0, dtype)
+    a[::2] = -1.5
+    b = np.ones((k, n), dtype)
+    b[:, ::3] = 0.0
+    f = halojit.trace(lambda x, y: x @ y)
+    got, want = f(a, b), a @ b
+    assert "Matmul" in f.lower(a, b).groups[0].schedule
+    np.testing.assert_array_equal(got, want)
+    assert np.array_equal(np.signbit(got), np.signbit(want))
