@@ -115,9 +115,11 @@ def _log_parts(d):
 
 
 def _log_specials(d, r):
-    """numpy's log family at 0, negatives, inf and NaN."""
-    inf = _c(float("inf"))
-    r = hl.select(d == _c(0), -inf, hl.select(d < _c(0), _nan64(), r))
+    """numpy's log family at 0 (-inf), negatives (NaN), +inf and NaN, for a
+    float32 or float64 ``d`` (halide_math64 and the float32 log share it)."""
+    t = d.type()
+    inf = hl.cast(t, float("inf"))
+    r = hl.select(d == hl.cast(t, 0), -inf, hl.select(d < hl.cast(t, 0), hl.cast(t, float("nan")), r))
     return hl.select(hl.is_nan(d) | (d == inf), d, r)
 
 
@@ -197,18 +199,12 @@ def _log32_core(a):
     return ef, f, hfsq, t
 
 
-def _log32_specials(a, r):
-    inf = hl.f32(float("inf"))
-    r = hl.select(a == hl.f32(0), -inf, hl.select(a < hl.f32(0), hl.f32(float("nan")), r))
-    return hl.select(hl.is_nan(a) | (a == inf), a, r)
-
-
 def log(a):
     """float32 log in float32 arithmetic (Halide's own float32 log ran 0.7x
     numpy's SIMD loop, with patches for its NaN, inf and subnormal results)."""
     ef, f, hfsq, t = _log32_core(a)
     r = ef * hl.f32(_LN2_HI32) - ((hfsq - (t + ef * hl.f32(_LN2_LO32))) - f)
-    return hl.strict_float(_log32_specials(a, r))
+    return hl.strict_float(_log_specials(a, r))
 
 
 # 1 / ln 2, 1 / ln 10 and log10(2) as float32 high parts with their low 12
@@ -230,7 +226,7 @@ def _log32_base(a, inv, two):
     ef, f, hfsq, t = _log32_core(a)
     u32 = hl.UInt(32)
     hi = hl.reinterpret(F32, hl.reinterpret(u32, f - hfsq) & hl.u32(0xFFFFF000))
-    return hl.strict_float(_log32_specials(a, log_base_sum(ef, f, hfsq, t, hi, inv, two, hl.f32)))
+    return hl.strict_float(_log_specials(a, log_base_sum(ef, f, hfsq, t, hi, inv, two, hl.f32)))
 
 
 def log_base_sum(ef, f, hfsq, t, hi, inv, two, const):

@@ -20,7 +20,7 @@ from fractions import Fraction
 
 import halide as hl
 
-from .halide_math import _abs, _c, _poly, log_base_sum  # float64 Horner steps, |v| by its bits
+from .halide_math import _abs, _c, _flip, _log_specials, _poly, _signbit, log_base_sum
 
 F64 = hl.Float(64)
 I64, U64 = hl.Int(64), hl.UInt(64)
@@ -176,17 +176,15 @@ def _log_core(x):
     return ef, f, hfsq, t
 
 
-def _log_specials(x, r):
-    """numpy's log family at 0 (-inf), negatives (NaN), +inf and NaN."""
-    inf = _c(float("inf"))
-    r = hl.select(x == _c(0), -inf, hl.select(x < _c(0), _c(float("nan")), r))
-    return hl.select(hl.is_nan(x) | (x == inf), x, r)
+def _ln_sum(ef, f, hfsq, t, extra=None):
+    """e ln2 + log(1 + f) from _log_core's parts (+ ``extra``, a small
+    correction): e ln2_hi exact, the small terms summed first."""
+    small = ef * _c(_LN2_LO) if extra is None else ef * _c(_LN2_LO) + extra
+    return ef * _c(_LN2_HI) + (f - (hfsq - (t + small)))
 
 
 def log(x):
-    ef, f, hfsq, t = _log_core(x)
-    # e ln2_hi exact; the small terms summed first
-    return _log_specials(x, ef * _c(_LN2_HI) + (f - (hfsq - (t + ef * _c(_LN2_LO)))))
+    return _log_specials(x, _ln_sum(*_log_core(x)))
 
 
 # 1 / ln 10, 1 / ln 2 and log10(2) as a high part with its low 32 (20) bits
@@ -222,13 +220,8 @@ def log1p(x):
     """log(u) + (x - (u - 1)) / u for u = 1 + x rounded: the second term is
     the rounding error of u, exact for x > -1."""
     u = x + _c(1)
-    ef, f, hfsq, t = _log_core(u)
-    c = (x - (u - _c(1))) / u
-    r = ef * _c(_LN2_HI) + (f - (hfsq - (t + (ef * _c(_LN2_LO) + c))))
-    inf = _c(float("inf"))
-    r = hl.select(u == _c(0), -inf, hl.select(u < _c(0), _c(float("nan")), r))
-    r = hl.select(hl.is_nan(x) | (x == inf), x, r)
-    return hl.select(x == _c(0), x, r)  # -0.0 stays -0.0
+    r = _ln_sum(*_log_core(u), (x - (u - _c(1))) / u)
+    return hl.select(x == _c(0), x, _log_specials(u, r))  # -0.0 stays -0.0
 
 
 # -- power: exp(y log x) through double-doubles ------------------------------------------
@@ -308,8 +301,8 @@ def power(x, y):
                     mag)
     y_int = (hl.floor(y) == y) & ~yinf
     y_odd = y_int & (y - _c(2) * hl.floor(y * _c(0.5)) == _c(1))
-    neg = hl.reinterpret(U64, x) >= hl.u64(1 << 63)
-    r = hl.reinterpret(F64, hl.reinterpret(U64, mag) | hl.select(neg & y_odd, hl.u64(1 << 63), hl.u64(0)))
+    neg = _signbit(x)
+    r = _flip(neg & y_odd, mag)
     r = hl.select(neg & regular & ~y_int & ~yinf, _c(float("nan")), r)
     r = hl.select(hl.is_nan(x) | hl.is_nan(y), _c(float("nan")), r)
     # correctly rounded, as libm's pow is, for the exponents people write

@@ -136,6 +136,8 @@ class Lowerer:
         # accumulation contracts to FMA; every other value is wrapped in
         # hl.strict_float, which keeps numpy's NaN/inf/-0.0 semantics there
         self.strict_wrap = strict_wrap
+        # the kernel compiles with strict_float (compile.host_target)
+        self.strict_kernel = get_config().strict_float and not fast_math and not strict_wrap
         self.counter = 0
         self.stages: list[Stage] = []
         self.params: list[hl.ImageParam] = []
@@ -272,8 +274,7 @@ class Lowerer:
         if node.op == "power" and node.dtype.kind in "iu":
             return lower_int_power(self, node, operands)
         if opdef.trait == ELEMENTWISE:
-            strict = get_config().strict_float and not self.fast_math and not self.strict_wrap
-            return lower_elementwise(node, operands, self.fast_math, strict)
+            return lower_elementwise(node, operands, self.fast_math, self.strict_kernel)
         fn = LOWER.get(node.op)
         if fn is None:
             raise UnsupportedError(f"no Halide lowering for op {node.op!r}")
