@@ -2,15 +2,24 @@
 
 Halide lowers float32 sin, tan, atan, pow, ... (and every float64 math
 function) to scalar libm calls: 10-40x slower than numpy's SIMD loops. Here
-each function converts its float32 operand to float64 (exactly), reduces the
-range and evaluates a polynomial in float64 vectors (8 lanes on AVX-512), and
-rounds once to float32 (exp2 needs no float64): within 1 ulp of the correctly
-rounded result, so within 3 ulp of numpy's (tests/ops/test_transcendentals.py).
-float64 vectors cost about twice float32 ones: in cache these run at 1.5-4x
-numpy's per-element time on one core (numpy has FMA and float32 SVML kernels;
-strict_float forbids FMA); HALOJIT_FAST_MATH=1 selects float32 versions.
-NaN, inf, -0.0 and subnormals follow numpy; sin/cos/tan reduce huge
-arguments (1e30) exactly, Payne-Hanek style.
+each function is a range reduction and a polynomial in vectors, in one of
+two ways:
+
+- in float32 arithmetic, with the reductions' constants and corrections
+  carried as high and low parts (fdlibm's and Cephes' schemes, our own
+  fits): log, log2, log10, log1p, exp2, arctan, arcsin, arccos, arcsinh,
+  arccosh, arctanh (and exp, expm1, tanh, sinh, cosh in halide_ops, which
+  share exp's reduction). Within 2 ulp of the correctly rounded result.
+- in float64 (the operand converted exactly, one rounding back to float32):
+  sin, cos, tan (whose reduction of huge arguments such as 1e30 is exact,
+  Payne-Hanek style, and needs float64 products), cbrt, arctan2, power.
+  Within 1 ulp, but float64 vectors hold half the lanes: sin, cos and tan
+  run at 0.3-0.5x numpy's SVML loops (with two threads to its one).
+
+Either way within 4 ulp of numpy's (numpy itself is up to 3 ulp off;
+tests/ops/test_transcendentals.py). strict_float forbids FMA, which numpy's
+loops use; HALOJIT_FAST_MATH=1 selects float32 versions without the
+special-value patches. NaN, inf, -0.0 and subnormals follow numpy.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from __future__ import annotations
 import math
 
 import halide as hl
+import numpy as np
 
 F32, F64 = hl.Float(32), hl.Float(64)
 LN2 = math.log(2.0)
@@ -91,10 +101,6 @@ def exp2_f64(t):
     return hl.select(hl.is_nan(t), t, p * scale)
 
 
-def exp_f64(d):
-    return exp2_f64(d * _c(LOG2E))
-
-
 # log(m) = 2 atanh(f) = f * P(f*f), f = (m-1)/(m+1), |f| <= 0.1716 for m in
 # [sqrt(1/2), sqrt(2)); degree 4 in f*f: 4e-12.
 _LOG_POLY = [2.0000000000084124, 0.6666666524169433, 0.4000038565792666, 0.2853499741439463,
@@ -121,19 +127,6 @@ def _log_specials(d, r):
     inf = hl.cast(t, float("inf"))
     r = hl.select(d == hl.cast(t, 0), -inf, hl.select(d < hl.cast(t, 0), hl.cast(t, float("nan")), r))
     return hl.select(hl.is_nan(d) | (d == inf), d, r)
-
-
-def log_f64(d):
-    """Natural log of a float64 Expr holding a float32 value (normal in float64)."""
-    e, lm = _log_parts(d)
-    return _log_specials(d, e * _c(LN2) + lm)
-
-
-def _log1p_f64(d):
-    """log(1 + d) for float64 d > -1 (a float32 value): exact 1 + d or the
-    classic log(u) * d / (u - 1) correction."""
-    u = d + _c(1)
-    return hl.select(u == _c(1), d, log_f64(u) * (d / (u - _c(1))))
 
 
 # -- the float32 functions ---------------------------------------------------------------
@@ -252,44 +245,28 @@ def log10(a):
     return _log32_base(a, _IVLN10_32, _LOG10_2_32)
 
 
+def _log1p32(x, two_x=None):
+    """log(1 + x) for float32 x, in float32: u = 1 + x rounded, log(u) by
+    _log32_core with the rounding's correction c = (x - (u - 1)) / u added
+    to its low part (fdlibm's log1pf). ``two_x`` (a bool Expr) adds ln 2
+    where true (log(2 (1 + x)), exactly: one more in the exponent). numpy's
+    specials: -inf at x = -1, NaN below, inf and NaN through; x itself for
+    |x| < 2**-24 (its sign at -0.0)."""
+    f32 = hl.f32
+    u = x + f32(1)
+    c = (x - (u - f32(1))) / u
+    ef, f, hfsq, t = _log32_core(u)
+    if two_x is not None:
+        ef = ef + hl.select(two_x, f32(1), f32(0))
+    r = ef * f32(_LN2_HI32) - ((hfsq - (t + (ef * f32(_LN2_LO32) + c))) - f)
+    r = _log_specials(u, r)
+    return hl.select(_abs(x) < f32(2.0 ** -24), x, r)
+
+
 def log1p(a):
-    d = _f64(a)
-    inf = _c(float("inf"))
-    r = hl.select(d == _c(-1), -inf, hl.select(d < _c(-1), _nan64(), _log1p_f64(d)))
-    return _f32(hl.select(hl.is_nan(d) | (d == inf), d, r))
-
-
-# (e**x - 1)/x on |x| < 1/2, degree 8: 3e-12.
-_EXPM1_POLY = [1.000000000000048, 0.49999999996197986, 0.16666666665708127,
-               0.041666668693793395, 0.008333333640167868, 0.001388859712348966,
-               0.0001984092623143377, 2.4957045991089418e-05, 2.771428970001648e-06]
-
-
-def expm1(a):
-    d = _f64(a)
-    small = d * _poly(d, _EXPM1_POLY)  # keeps -0.0
-    r = hl.select(_abs(d) < _c(0.5), small, exp_f64(d) - _c(1))
-    return _f32(hl.select(hl.is_nan(d), d, r))
-
-
-# sinh(x)/x on |x| < 1 as a polynomial in x*x, degree 4: 5e-11.
-_SINH_POLY = [1.0000000000498, 0.1666666641784284, 0.008333353218266986,
-              0.00019835711834944415, 2.819028997650622e-06]
-
-
-def sinh(a):
-    d = _f64(a)
-    ad = _abs(d)
-    e = exp_f64(ad)
-    big = (e - _c(1) / e) * _c(0.5)
-    r = hl.select(ad < _c(1), d * _poly(d * d, _SINH_POLY), _flip(_signbit(d), big))
-    return _f32(hl.select(hl.is_nan(d), d, r))
-
-
-def cosh(a):
-    d = _f64(a)
-    e = exp_f64(_abs(d))
-    return _f32(hl.select(hl.is_nan(d), d, (e + _c(1) / e) * _c(0.5)))
+    """float32 log1p in float32 arithmetic (the float64 version ran 0.7x
+    numpy's loop): within 1 ulp of the correctly rounded."""
+    return hl.strict_float(_log1p32(a))
 
 
 def cbrt(a):
@@ -332,56 +309,134 @@ def _atan2_f64(y, x):
     return hl.select(hl.is_nan(x) | hl.is_nan(y), _nan64(), r)
 
 
-def arctan(a):
-    d = _f64(a)
-    ad = _abs(d)
-    inv = ad > _c(1)
-    r = _atan01(hl.select(inv, _c(1) / ad, ad))
-    r = _flip(_signbit(d), hl.select(inv, _c(PI / 2) - r, r))
-    return _f32(hl.select(hl.is_nan(d), d, r))
-
-
 def arctan2(y, x):
     return _f32(_atan2_f64(_f64(y), _f64(x)))
 
 
-def _sqrt_one_minus_sq(d):
-    return hl.sqrt((_c(1) - d) * (_c(1) + d))  # exact product for float32 d; NaN if |d| > 1
+# -- arctan, arcsin, arccos in float32 arithmetic --------------------------------------------
+# The float64 versions above (through _atan2_f64) ran 0.45-0.8x numpy's SIMD
+# loops: float64 vectors hold half the lanes, plus the conversions. These
+# reduce as Cephes' atanf and asinf do and evaluate our own fits in float32;
+# the constants they add (pi/2, pi/4, pi) are carried as float32 high and low
+# parts so that the one rounding of the sum is the last.
+# (atan(t) - t) / (t z) on z = t*t in [0, tan(pi/8)**2], degree 4: 1.5e-8
+# absolute, which moves atan(t) by under 3e-9 relative.
+_ATAN32_P = (-0.3333333181344048, 0.19999550081513962, -0.14264232726966522,
+             0.107463000749284, -0.06459381041039153)
+# (asin(s) - s) / (s z) on z = s*s in [0, 1/4], degree 5: 3.9e-9.
+_ASIN32_P = (0.1666666631673521, 0.07500098770092871, 0.04459802964818716,
+             0.031116186433365386, 0.01707772031021576, 0.033805971578721415)
+
+
+def _hi_lo32(v):
+    """v as float32 high and low parts (hi + lo = v to 48 bits)."""
+    hi = float(np.float32(v))
+    return hi, float(np.float32(v - hi))
+
+
+_PIO2_32 = _hi_lo32(PI / 2)
+_PIO4_32 = _hi_lo32(PI / 4)
+
+
+def _odd_poly32(t, coefs):
+    """t + t z P(z) with z = t*t: the small term rounds below t's ulp."""
+    z = t * t
+    return t + (t * z) * _poly32(z, coefs)
+
+
+def arctan(a):
+    """Cephes' three ranges: |x| > tan(3pi/8) -> pi/2 + atan(-1/|x|),
+    > tan(pi/8) -> pi/4 + atan((|x| - 1)/(|x| + 1)), else atan(|x|); the sign
+    by its bit (atan(-0.0) = -0.0). NaN passes every select as NaN."""
+    f32 = hl.f32
+    ax = _abs(a)
+    big = ax > f32(2.414213562373095)
+    mid = ax > f32(0.41421356237309503)
+    t = hl.select(big, f32(-1) / ax, hl.select(mid, (ax - f32(1)) / (ax + f32(1)), ax))
+    base_hi = hl.select(big, f32(_PIO2_32[0]), hl.select(mid, f32(_PIO4_32[0]), f32(0)))
+    base_lo = hl.select(big, f32(_PIO2_32[1]), hl.select(mid, f32(_PIO4_32[1]), f32(0)))
+    r = base_hi + (_odd_poly32(t, _ATAN32_P) + base_lo)
+    return hl.strict_float(_flip(_signbit(a), r))
+
+
+def _asin_parts(a):
+    """fdlibm's asin/acos split for float32 a, in float32: (ax, hi, w, s, r,
+    df, c) with ax = |a|, hi = ax > 1/2; w = (1 - ax)/2 (exact) where hi,
+    else ax*ax; s = sqrt(w) where hi, else ax; r = w P(w), so asin(s) = s + s
+    r; df = s cut to 12 bits (df*df exact) and c = (w - df*df)/(s + df), so
+    s = df + c to twice float32's precision. NaN for |a| > 1 and inf (the
+    sqrt of a negative), and for NaN."""
+    f32 = hl.f32
+    u32 = hl.UInt(32)
+    ax = _abs(a)
+    hi = ax > f32(0.5)
+    w = hl.select(hi, f32(0.5) * (f32(1) - ax), ax * ax)
+    s = hl.select(hi, hl.sqrt(w), ax)
+    r = w * _poly32(w, _ASIN32_P)
+    df = hl.reinterpret(F32, hl.reinterpret(u32, s) & hl.u32(0xFFFFF000))
+    c = hl.select(s == f32(0), f32(0), (w - df * df) / (s + df))  # 0/0 at |a| = 1
+    return ax, hi, w, s, r, df, c
 
 
 def arcsin(a):
-    d = _f64(a)
-    return _f32(_atan2_f64(d, _sqrt_one_minus_sq(d)))
+    """|a| > 1/2: asin = pi/2 - 2 asin(s) = pi/4 - ((2s r - (pio2_lo - 2c)) -
+    (pi/4 - 2 df)), fdlibm's order: within 2 ulp of the correctly rounded
+    (a single float32 sum there: 2-3 ulp)."""
+    f32 = hl.f32
+    ax, hi, w, s, r, df, c = _asin_parts(a)
+    two = f32(2)
+    p = (two * s) * r - (f32(_PIO2_32[1]) - two * c)
+    q = f32(_PIO4_32[0]) - two * df
+    big = f32(_PIO4_32[0]) - (p - q)
+    return hl.strict_float(_flip(_signbit(a), hl.select(hi, big, s + s * r)))
 
 
 def arccos(a):
-    d = _f64(a)
-    return _f32(_atan2_f64(_sqrt_one_minus_sq(d), d))
+    """fdlibm's three ranges: pi/2 - (x - (pio2_lo - x r)) for |x| <= 1/2,
+    pi - 2 (s + (r s - pio2_lo)) below, 2 (df + (r s + c)) above."""
+    f32 = hl.f32
+    ax, hi, w, s, r, df, c = _asin_parts(a)
+    two = f32(2)
+    pio2_hi, pio2_lo = (f32(v) for v in _PIO2_32)
+    mid = pio2_hi - (a - (pio2_lo - a * r))
+    below = (pio2_hi + pio2_hi) - two * (s + (r * s - pio2_lo))
+    above = two * (df + (r * s + c))
+    return hl.strict_float(hl.select(hi, hl.select(_signbit(a), below, above), mid))
+
+
+# arcsinh, arccosh and arctanh as fdlibm's asinhf, acoshf and atanhf, all
+# through _log1p32 in float32 (the float64 versions ran 0.65-1.0x numpy's
+# loops). Beyond 2**12, asinh|x| and acosh x are log(2|x|) to well under an
+# ulp, and log(2|x|) is log1p(|x| - 1) with one more in the exponent.
+_BIG_HYP = 2.0 ** 12
 
 
 def arcsinh(a):
-    d = _f64(a)
-    ad = _abs(d)
-    # log1p(|x| + x**2 / (1 + sqrt(1 + x**2))): no cancellation near 0
-    v = ad + ad * ad / (_c(1) + hl.sqrt(_c(1) + ad * ad))
-    r = _flip(_signbit(d), _log1p_f64(v))
-    return _f32(hl.select(hl.is_nan(d) | hl.is_inf(d), d, r))
+    f32 = hl.f32
+    ax = _abs(a)
+    big = ax > f32(_BIG_HYP)
+    sq = ax * ax
+    v = hl.select(big, ax - f32(1), ax + sq / (f32(1) + hl.sqrt(f32(1) + sq)))
+    return hl.strict_float(_flip(_signbit(a), _log1p32(v, big)))
 
 
 def arccosh(a):
-    d = _f64(a)
-    t = d - _c(1)  # exact
-    r = _log1p_f64(t + hl.sqrt(t * (t + _c(2))))
-    r = hl.select(d < _c(1), _nan64(), r)
-    return _f32(hl.select(hl.is_nan(d) | (d == _c(float("inf"))), d, r))
+    f32 = hl.f32
+    big = a > f32(_BIG_HYP)
+    t = a - f32(1)  # exact for 1 <= a <= 2**24
+    v = hl.select(big, t, t + hl.sqrt(t * (t + f32(2))))
+    return hl.strict_float(hl.select(a < f32(1), f32(float("nan")), _log1p32(v, big)))
 
 
 def arctanh(a):
-    d = _f64(a)
-    ad = _abs(d)
-    r = _c(0.5) * _log1p_f64(_c(2) * ad / (_c(1) - ad))
-    r = hl.select(ad == _c(1), _c(float("inf")), hl.select(ad > _c(1), _nan64(), r))
-    return _f32(hl.select(hl.is_nan(d), d, _flip(_signbit(d), r)))
+    """atanh|x| = log1p(2|x| + 2|x| |x| / (1 - |x|)) / 2 below 1/2 (no
+    cancellation near 0), log1p(2|x| / (1 - |x|)) / 2 above (1 - |x| exact);
+    inf at |x| = 1, NaN beyond."""
+    f32 = hl.f32
+    ax = _abs(a)
+    t = ax + ax
+    v = hl.select(ax < f32(0.5), t + t * ax / (f32(1) - ax), t / (f32(1) - ax))
+    return hl.strict_float(_flip(_signbit(a), f32(0.5) * _log1p32(v)))
 
 
 # -- sin, cos, tan -------------------------------------------------------------------------------
@@ -491,9 +546,8 @@ def power(x, y):
 UNARY = {
     "sin": sin, "cos": cos, "tan": tan,
     "arcsin": arcsin, "arccos": arccos, "arctan": arctan,
-    "sinh": sinh, "cosh": cosh,
     "arcsinh": arcsinh, "arccosh": arccosh, "arctanh": arctanh,
-    "exp2": exp2, "expm1": expm1, "log": log, "log2": log2, "log10": log10, "log1p": log1p,
+    "exp2": exp2, "log": log, "log2": log2, "log10": log10, "log1p": log1p,
     "cbrt": cbrt,
 }
 BINARY = {"arctan2": arctan2, "power": power}
