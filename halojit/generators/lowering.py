@@ -17,6 +17,7 @@ from ..config import get_config
 from ..errors import UnsupportedError
 from ..graph.ir import Graph, Node
 from ..graph.ops import ELEMENTWISE, REGISTRY, frontier, inlines
+from . import halide_math as M
 from . import halide_ops as H
 from .chunks import (CHUNKS, GPU_CHUNKS, GPU_LANES, GPU_ROW_LANES, LANES,  # noqa: F401
                      LAST_CHUNK_VECTORS, LAST_CHUNKS, SPLIT_MIN, chunking)
@@ -103,6 +104,10 @@ TRANSCENDENTAL_OPS = frozenset({
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "arcsin",
     "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "cbrt",
     "power", "arctan2", "hypot"})
+# Lowerer.trig_ok's pass: the lanes of a vector of its flags, and how many
+# tasks share it (the Elementwise template runs them in parallel).
+TRIG_CHECK_LANES = 16
+TRIG_CHECK_TASKS = 8
 # Input axes shorter than this are read through a clamp (_clamp_short): the
 # widest natural vector on AVX-512, 64 one-byte lanes.
 SHORT_AXIS = 64
@@ -114,8 +119,14 @@ class Lowerer:
     def __init__(self, graph: Graph, name: str, matmul_block: int | None = None,
                  strict_wrap: bool = False, fast_math: bool = False,
                  col_chunks: int | None = None, lanes: int = LANES, gpu: bool = False,
-                 guard_inputs: bool = False):
+                 guard_inputs: bool = False, fast_trig: bool = False):
         self.graph = graph
+        # float32 sin and cos evaluate halide_math.FAST_TRIG where every
+        # argument of the group is at most TRIG_FAST_MAX in magnitude, as
+        # checked by a pass over the arguments (trig_ok); the Elementwise
+        # template specializes the output on that check (lower_group)
+        self.fast_trig = fast_trig
+        self.trig_checks: dict[Node, hl.Expr] = {}
         # an autoscheduler schedules this group, which reads part of an
         # intermediate: every input index is clamped (_guard_all)
         self.guard_inputs = guard_inputs
@@ -268,13 +279,66 @@ class Lowerer:
         lit = H.literal(value.reshape(()), node.dtype)
         return Lazy(node.shape, node.dtype, lambda idx: lit)
 
+    def trig_ok(self, arg: Node, lazy: Lazy) -> hl.Expr:
+        """The condition that every value of ``arg`` (a float32 Lazy, or
+        float16 computed in float32) is at most M.TRIG_FAST_MAX in magnitude
+        (NaN and inf are not): a uint8 ``part`` per lane and task, the max of
+        the flags |v| > TRIG_FAST_MAX over its share of ``arg`` (tasks split
+        the first axis, or the only one; lanes the last, read through a
+        clamp that repeats its last element), and their max ``flag``. One
+        check per distinct argument (np.sin(t) and np.cos(t) share one)."""
+        if arg in self.trig_checks:
+            return self.trig_checks[arg]
+        f32 = hl.f32
+        shape = lazy.shape
+
+        def bad(idx):
+            v = H.opaque(M._abs(lazy.at(idx)))
+            return hl.select(v <= f32(M.TRIG_FAST_MAX), hl.u8(0), hl.u8(1))
+
+        flag = hl.Func(self.fresh("trigflag"))
+        if not shape:
+            flag[()] = bad([])
+            part = None
+        else:
+            lanes = TRIG_CHECK_LANES if shape[-1] >= TRIG_CHECK_LANES else 1
+            tasks = TRIG_CHECK_TASKS
+            part = hl.Func(self.fresh("trigpart"))
+            lane, task = hl.Var("lane"), hl.Var("task")
+            part[lane, task] = hl.u8(0)
+            width = -(-shape[-1] // lanes)
+            if len(shape) == 1:
+                per = -(-width // tasks)
+                r = hl.RDom([(0, per)])
+                i = (task * per + r.x) * lanes + lane
+                idx = [hl.min(hl.likely(i), shape[0] - 1)]
+            else:
+                rows = -(-shape[0] // tasks)
+                r = hl.RDom([(0, width)] + [(0, n) for n in reversed(shape[1:-1])] + [(0, rows)])
+                rv = [r[k] for k in range(len(shape))]  # innermost first
+                row = hl.min(hl.likely(task * rows + rv[-1]), shape[0] - 1)
+                col = hl.min(hl.likely(rv[0] * lanes + lane), shape[-1] - 1)
+                idx = [row] + rv[1:-1][::-1] + [col]
+            part[lane, task] = hl.max(part[lane, task], bad(idx))
+            rr = hl.RDom([(0, lanes), (0, tasks)])
+            flag[()] = hl.u8(0)
+            flag[()] = hl.max(flag[()], part[rr.x, rr.y])
+            self.stages.append(Stage("trigpart", part, (tasks, lanes)))
+        self.stages.append(Stage("trigflag", flag, ()))
+        ok = flag[()] == hl.u8(0)
+        self.trig_checks[arg] = ok
+        return ok
+
     def _lower_node(self, node: Node) -> Lazy:
         opdef = REGISTRY[node.op]
         operands = [self.env[i] for i in node.inputs]
         if node.op == "power" and node.dtype.kind in "iu":
             return lower_int_power(self, node, operands)
         if opdef.trait == ELEMENTWISE:
-            return lower_elementwise(node, operands, self.fast_math, self.strict_kernel)
+            trig_ok = None
+            if self.fast_trig and node.op in M.FAST_TRIG and node.dtype in (np.float16, np.float32):
+                trig_ok = self.trig_ok(node.inputs[0], operands[0])
+            return lower_elementwise(node, operands, self.fast_math, self.strict_kernel, trig_ok)
         fn = LOWER.get(node.op)
         if fn is None:
             raise UnsupportedError(f"no Halide lowering for op {node.op!r}")
@@ -322,8 +386,10 @@ def _guard_all(idx, shape):
 
 # -- elementwise -----------------------------------------------------------------------
 def lower_elementwise(node: Node, operands, fast_math: bool = False,
-                      strict: bool = True) -> Lazy:
-    """``strict``: the kernel compiles with strict_float (float64 power needs it)."""
+                      strict: bool = True, trig_ok=None) -> Lazy:
+    """``strict``: the kernel compiles with strict_float (float64 power needs
+    it). ``trig_ok`` (sin and cos only, see Lowerer.trig_ok): the float32
+    argument check under which M.FAST_TRIG's version is exact enough."""
     shape, out_dt = node.shape, node.dtype
     if node.op == "astype":
         (a,) = operands
@@ -345,6 +411,9 @@ def lower_elementwise(node: Node, operands, fast_math: bool = False,
     fn = table[node.op]
     if node.op == "power" and out_dt == np.float64 and not strict:
         fn = hl.pow  # halide_math64.power needs a strict_float kernel
+    if trig_ok is not None:
+        exact, fast = fn, M.FAST_TRIG[node.op]
+        fn = lambda a: hl.select(trig_ok, fast(H.opaque(a)), exact(a))  # noqa: E731
     if node.op == "subtract" and out_dt.kind == "f" and node.inputs[0] is node.inputs[1]:
         # y - y is +0, or NaN where y is inf or NaN. Halide's analysis of an
         # update f = f + v simplifies v as if floats were finite (y - y and
@@ -1299,6 +1368,9 @@ class LoweredGroup:
     # input index -> bytes ahead to prefetch, set by a schedule template
     # (streaming.add_prefetch; kept only for streaming.prefetch_inputs)
     prefetch: dict = field(default_factory=dict)
+    # Lowerer.trig_ok's checks, all true (an hl.Expr), or None: the schedule
+    # specializes the output on it (apply_elementwise)
+    trig_ok: object = None
 
 
 def partial_lanes(target) -> int:
@@ -1316,6 +1388,19 @@ def partial_lanes(target) -> int:
     if target is not None and target.has_gpu_feature():
         return GPU_ROW_LANES
     return native_lanes(target, LANES)
+
+
+def _fast_trig(graph: Graph, spec, gpu: bool, fast_math: bool) -> bool:
+    """Whether float32 (and float16) sin and cos take the checked fast path
+    (Lowerer.trig_ok): on CPU targets, in groups the Elementwise template
+    schedules (every value inlines into the one output, which it
+    specializes on the check), outside fast-math mode (which has its own)."""
+    if gpu or fast_math or spec is None or spec.name != "Elementwise":
+        return False
+    if not any(n.op in M.FAST_TRIG and n.dtype in (np.float16, np.float32) for n in graph.nodes):
+        return False
+    from ..schedules.templates import elementwise_fits
+    return elementwise_fits(graph)
 
 
 def lower_group(graph: Graph, name: str, spec=None, target=None,
@@ -1343,10 +1428,13 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
     from ..schedules.autoschedule import autoschedules
     guard = autoschedules(spec) and any(
         n.op in PART_READS and any(i.op != "input" for i in n.inputs) for n in graph.nodes)
-    lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, lanes,
-                 gpu=target is not None and target.has_gpu_feature(), guard_inputs=guard)
+    gpu = target is not None and target.has_gpu_feature()
+    lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, lanes, gpu=gpu,
+                 guard_inputs=guard, fast_trig=_fast_trig(graph, spec, gpu, fast_math))
     pipeline, params, outputs = lw.lower()
     lowered = LoweredGroup(pipeline, params, outputs, lw.stages, graph)
+    for ok in lw.trig_checks.values():
+        lowered.trig_ok = ok if lowered.trig_ok is None else lowered.trig_ok & ok
     if wrap:
         lowered.target = target.without_feature(hl.TargetFeature.StrictFloat)
     return lowered

@@ -734,29 +734,61 @@ def apply_elementwise(lowered, params) -> str:
     _vectorize(out, xi, vector)
     lines.append(f"    .vectorize({xi.name()}, {vector})")
     for st in lowered.stages:  # shared values: inlined (computed once per lane by CSE)
-        st.func.compute_inline()
-    if k > 1:
-        lines.append(_specialize_dense(lowered, node.shape, k))
+        if st.kind not in ("trigpart", "trigflag"):
+            st.func.compute_inline()
+    lines += _schedule_trig_checks(lowered, parallel and n_rows * width >= TRIG_PARALLEL_MIN)
+    dense = _dense_condition(lowered, node.shape, k) if k > 1 else None
+    trig = lowered.trig_ok
+    for cond, what in ((None if trig is None or dense is None else trig & dense,
+                        "arguments of sin/cos checked and dense"),
+                       (trig, "arguments of sin/cos checked"),
+                       (dense, f"dense over the last {k} axes")):
+        if cond is not None:
+            out.specialize(cond)
+            lines.append(f"{out.name()}.specialize({what})")
     return "\n".join(lines)
 
 
-def _specialize_dense(lowered, shape, k: int) -> str:
-    """A copy of ``lowered``'s one output's schedule for the call where it
-    and every input of its shape over the last ``k`` axes are dense there
-    (see dense_condition). Halide then knows the fused loop's index is the
-    address: vector loads and stores, where the general case gathers and
-    scatters each lane. On the 2-core Zen 4 VM, one core, (512, 512, 3)
-    uint8 image -> (x / 255 - m) * 2, m of shape (3,): Adams2019 15.5 ms,
-    fused with gathers 0.58, dense 0.05 (numpy 2.4)."""
+# Elements below which the Elementwise template's sin/cos argument check runs
+# on one core (as the kernel itself does below its own threshold).
+TRIG_PARALLEL_MIN = 1 << 16
+
+
+def _schedule_trig_checks(lowered, parallel: bool) -> list[str]:
+    """Lowerer.trig_ok's passes, each before the output: its flags a vector
+    of lanes per task, the tasks in parallel."""
+    lines = []
+    for st in lowered.stages:
+        f = st.func
+        if st.kind == "trigpart":
+            lane, task = f.args()
+            f.compute_root()
+            upd = f.update()
+            if st.shape[1] > 1:
+                f.vectorize(lane)
+                upd.vectorize(lane)
+            if parallel:
+                upd.parallel(task)
+            lines.append(f"{f.name()}.compute_root().update().vectorize(lane)"
+                         + (".parallel(task)" if parallel else "") + "  # sin/cos argument check")
+        elif st.kind == "trigflag":
+            f.compute_root()
+    return lines
+
+
+def _dense_condition(lowered, shape, k: int):
+    """The condition for a copy of ``lowered``'s one output's schedule for
+    the call where it and every input of its shape over the last ``k`` axes
+    are dense there (see dense_condition), or None. Halide then knows the
+    fused loop's index is the address: vector loads and stores, where the
+    general case gathers and scatters each lane. On the 2-core Zen 4 VM,
+    one core, (512, 512, 3) uint8 image -> (x / 255 - m) * 2, m of shape
+    (3,): Adams2019 15.5 ms, fused with gathers 0.58, dense 0.05 (numpy 2.4)."""
     tail = shape[len(shape) - k:]
     buffers = [(lowered.outputs[0].output_buffer(), shape, k)]
     buffers += [(p, x.shape, k) for p, x in zip(lowered.params, lowered.graph.inputs)
                 if x.shape[len(x.shape) - k:] == tail]
-    dense = dense_condition(buffers)
-    if dense is None:
-        return ""
-    lowered.outputs[0].specialize(dense)
-    return f"{lowered.outputs[0].name()}.specialize(dense over the last {k} axes)"
+    return dense_condition(buffers)
 
 
 def specialize_dense_inputs(stage, lowered, what: str) -> list[str]:

@@ -118,6 +118,65 @@ def test_float32_arithmetic_within_2_ulp_of_correctly_rounded(name):
     assert np.array_equal(np.signbit(got[zeros]), np.signbit(want[zeros])), "sign of zero"
 
 
+# float32 sin and cos where every argument is at most halide_math.TRIG_FAST_MAX
+# (4096) in magnitude: float32 Cody-Waite and polynomials, chosen per call by
+# a pass over the arguments (lowering.Lowerer.trig_ok); any other value
+# (huge, inf, NaN) sends the whole call to the exact float64 path.
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_fast_trig_within_2_ulp_of_correctly_rounded(name):
+    top = int(np.float32(4096).view(np.uint32))
+    x = np.arange(0, top + 1, 523, dtype=np.uint32).view(np.float32)
+    x = np.concatenate([x, -x, np.float32([4096, -4096, 0.0, -0.0, 1e-45, np.pi / 2, 1.5707964,
+                                           3.1415927, 4095.9998, 2608 * np.pi / 2])])
+    fn = getattr(np, name)
+    want = fn(x.astype(np.float64)).astype(np.float32)
+    got = halojit.trace(lambda a: fn(a))(x)
+    d = ulp_distance(got, want)
+    i = int(np.argmax(d))
+    assert d[i] <= 2, f"{name}({x[i]!r}): got {got[i]!r}, correctly rounded {want[i]!r}"
+    assert np.max(ulp_distance(got, fn(x))) <= MAX_ULP
+    zeros = want == 0
+    assert np.array_equal(np.signbit(got[zeros]), np.signbit(want[zeros]))
+
+
+@pytest.mark.parametrize("shape", [(1000,), (37, 53), (3, 17, 40), (1, 16), (9, 1)])
+@pytest.mark.parametrize("bad", [1e30, np.inf, -np.inf, np.nan, 4096.5, -1e5])
+def test_fast_trig_check_sees_every_element(shape, bad):
+    """One value outside the fast range, at any position (first, last, a
+    lane or task tail), must send the call to the exact path: its result
+    there is exact and the rest unchanged."""
+    rng = np.random.default_rng(len(shape))
+    x = rng.uniform(-4000, 4000, shape).astype(np.float32)
+    f = halojit.trace(lambda a: np.sin(a) * 2 + np.cos(a))
+    size = x.size
+    for pos in sorted({0, size - 1, size // 2, min(size - 1, 15), min(size - 1, 16)}):
+        y = x.copy()
+        y.flat[pos] = bad
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = np.sin(y) * 2 + np.cos(y)
+            got = f(y)
+        np.testing.assert_allclose(got, want, rtol=3e-6, atol=3e-6, equal_nan=True)
+        if np.isfinite(bad):
+            b = np.float64(y.flat[pos])
+            exact = np.float32(2 * np.sin(b) + np.cos(b))
+            assert abs(got.flat[pos] - exact) <= 4e-6 * max(1, abs(exact)), (pos, got.flat[pos], exact)
+
+
+def test_fast_trig_on_views_and_broadcasts():
+    rng = np.random.default_rng(3)
+    base = rng.uniform(-100, 100, (64, 96)).astype(np.float32)
+    ang = rng.uniform(-3, 3, (96,)).astype(np.float32)
+    f = halojit.trace(lambda a, t: a * np.cos(t) - np.sin(a) * np.sin(t))
+    for a in (base, base[::2, ::3], base.T[:40, :64]):
+        t = ang[:a.shape[1]]
+        np.testing.assert_allclose(f(a, t), a * np.cos(t) - np.sin(a) * np.sin(t),
+                                   rtol=2e-6, atol=2e-5)
+    before = base.copy()
+    f(base, ang)
+    assert np.array_equal(base, before)
+
+
 def test_float32_log_family_exact_where_numpy_is():
     """halide_math.log: log(1) = 0, log2 of every float32 power of two is its
     exponent, and floor(log10) counts digits as numpy's does."""
