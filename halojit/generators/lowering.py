@@ -1395,12 +1395,15 @@ def _fast_trig(graph: Graph, spec, gpu: bool, fast_math: bool) -> bool:
     (Lowerer.trig_ok): on CPU targets, in groups the Elementwise template
     schedules (every value inlines into the one output, which it
     specializes on the check), outside fast-math mode (which has its own)."""
-    if gpu or fast_math or spec is None or spec.name != "Elementwise":
+    if gpu or fast_math or spec is None:
         return False
     if not any(n.op in M.FAST_TRIG and n.dtype in (np.float16, np.float32) for n in graph.nodes):
         return False
+    from ..schedules.autoschedule import autoschedules
+    if autoschedules(spec):
+        return True  # checked after lowering (lower_group)
     from ..schedules.templates import elementwise_fits
-    return elementwise_fits(graph)
+    return spec.name == "Elementwise" and elementwise_fits(graph)
 
 
 def lower_group(graph: Graph, name: str, spec=None, target=None,
@@ -1429,9 +1432,18 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
     guard = autoschedules(spec) and any(
         n.op in PART_READS and any(i.op != "input" for i in n.inputs) for n in graph.nodes)
     gpu = target is not None and target.has_gpu_feature()
+    fast_trig = _fast_trig(graph, spec, gpu, fast_math)
     lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, lanes, gpu=gpu,
-                 guard_inputs=guard, fast_trig=_fast_trig(graph, spec, gpu, fast_math))
+                 guard_inputs=guard, fast_trig=fast_trig)
     pipeline, params, outputs = lw.lower()
+    if fast_trig and autoschedules(spec) and any(
+            st.kind not in ("trigpart", "trigflag") for st in lw.stages):
+        # an autoscheduler may compute a stage holding the fast/exact select
+        # at the root, outside the outputs' specialization: both paths would
+        # run, so such groups keep the exact one alone
+        lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, lanes, gpu=gpu,
+                     guard_inputs=guard)
+        pipeline, params, outputs = lw.lower()
     lowered = LoweredGroup(pipeline, params, outputs, lw.stages, graph)
     for ok in lw.trig_checks.values():
         lowered.trig_ok = ok if lowered.trig_ok is None else lowered.trig_ok & ok

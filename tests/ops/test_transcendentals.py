@@ -163,6 +163,20 @@ def test_fast_trig_check_sees_every_element(shape, bad):
             assert abs(got.flat[pos] - exact) <= 4e-6 * max(1, abs(exact)), (pos, got.flat[pos], exact)
 
 
+@pytest.mark.parametrize("fn,args", [
+    (lambda a: np.sin(a) + 1, ((64, 256),)),  # the Elementwise template
+    (lambda p, q: np.sin(p[:, None] * q[None, :]), ((512,), (64,))),  # an autoscheduler
+])
+def test_fast_trig_is_checked_and_exact_either_way(fn, args):
+    rng = np.random.default_rng(5)
+    xs = [rng.uniform(-60, 60, s).astype(np.float32) for s in args]
+    f = halojit.trace(fn)
+    assert "trigflag" in f.lower(*xs).groups[0].schedule  # the check, so the fast path
+    np.testing.assert_allclose(f(*xs), fn(*xs), rtol=2e-6, atol=2e-7)
+    xs[0][3] = 3e9  # the exact path
+    np.testing.assert_allclose(f(*xs), fn(*xs), rtol=2e-6, atol=2e-7)
+
+
 def test_fast_trig_on_views_and_broadcasts():
     rng = np.random.default_rng(3)
     base = rng.uniform(-100, 100, (64, 96)).astype(np.float32)
