@@ -447,18 +447,25 @@ def _exp2_int(k):
     return hl.reinterpret(hl.Float(32), hl.cast(u32, k + hl.i32(127)) << hl.u32(23))
 
 
-def _exp_core(x, shift: int = 0):
-    """e**x / 2**shift for a float32 x already clamped to [-104, 90] (or
-    NaN), by the reduction above; shift moves the scale 2**k, not the
-    rounding."""
+def _exp_reduce(x):
+    """(q, k) with x = k ln2 + r and q = expm1(r) = r + r**2 h(r), for a
+    float32 x already clamped (or NaN): the reduction above."""
     f32 = hl.f32
     kt = x * f32(1 / LN2) + f32(_ROUND_MAGIC)
     kf = kt - f32(_ROUND_MAGIC)
     r = (x - kf * f32(_LN2_HI)) - kf * f32(_LN2_LO)
-    p = f32(1) + (r + (r * r) * M._poly32(r, _EXP_H))
-    k = hl.reinterpret(hl.Int(32), kt) - hl.i32(int(np.float32(_ROUND_MAGIC).view(np.int32)) + shift)
+    q = r + (r * r) * M._poly32(r, _EXP_H)
+    k = hl.reinterpret(hl.Int(32), kt) - hl.i32(int(np.float32(_ROUND_MAGIC).view(np.int32)))
+    return q, k
+
+
+def _exp_core(x, shift: int = 0):
+    """e**x / 2**shift for a float32 x already clamped to [-104, 90] (or
+    NaN); shift moves the scale 2**k, not the rounding."""
+    q, k = _exp_reduce(x)
+    k = k - hl.i32(shift)
     k1 = k >> hl.i32(1)
-    return (p * _exp2_int(k1)) * _exp2_int(k - k1)
+    return ((hl.f32(1) + q) * _exp2_int(k1)) * _exp2_int(k - k1)
 
 
 def _exp(a):
@@ -582,11 +589,7 @@ def _expm1_32(a):
     a = opaque(a)  # see _vectorized
     x = hl.select(a > f32(89), f32(89), a)
     x = hl.select(x < f32(-30), f32(-30), x)
-    kt = x * f32(1 / LN2) + f32(_ROUND_MAGIC)
-    kf = kt - f32(_ROUND_MAGIC)
-    r = (x - kf * f32(_LN2_HI)) - kf * f32(_LN2_LO)
-    q = r + (r * r) * M._poly32(r, _EXP_H)
-    k = hl.reinterpret(hl.Int(32), kt) - hl.i32(int(np.float32(_ROUND_MAGIC).view(np.int32)))
+    q, k = _exp_reduce(x)
     k1 = k >> hl.i32(1)
     s1, s2 = _exp2_int(k1), _exp2_int(k - k1)
     scale = s1 * s2
