@@ -14,7 +14,10 @@ two ways:
   sin, cos, tan (whose reduction of huge arguments such as 1e30 is exact,
   Payne-Hanek style, and needs float64 products), cbrt, arctan2, power.
   Within 1 ulp, but float64 vectors hold half the lanes: sin, cos and tan
-  run at 0.3-0.5x numpy's SVML loops (with two threads to its one).
+  ran at 0.3-0.5x numpy's SVML loops (with two threads to its one). sin
+  and cos therefore also have a float32 path for arguments within
+  TRIG_FAST_MAX (FAST_TRIG), which kernels take after checking theirs
+  (lowering.Lowerer.trig_ok).
 
 Either way within 4 ulp of numpy's (numpy itself is up to 3 ulp off;
 tests/ops/test_transcendentals.py). strict_float forbids FMA, which numpy's
