@@ -510,7 +510,21 @@ def apply_matmul(lowered, params) -> str:
     x, y, *batch = out.args()
     xo, xi, xii, yo, yi, task = (hl.Var(v) for v in ("xo", "xi", "xii", "yo", "yi", "task"))
     guard, shift = hl.TailStrategy.GuardWithIf, hl.TailStrategy.ShiftInwards
-    out.split(x, xo, xi, panel, guard).split(xi, xi, xii, block, guard)
+    # Columns split into vectors, vectors into 2-vector blocks (xii: the
+    # vector in its block), blocks into panels. Only the last vector can be
+    # partial (a predicated store); a block or panel reaching past the axis
+    # skips what lies there with a scalar if on the vector or block index.
+    # Splitting x by panel and then by block left vectors wholly past the
+    # last column under a predicate (the second of a 16-wide float64 block
+    # when N = 8; the blocks after the first of a 64-wide panel when N = 16).
+    # Where loop partitioning or an enclosing if made their index known, the
+    # predicate was all false, the simplifier folded the loads under it, and
+    # the is_nan of a float comparison in the epilogue (a @ b * (c > 0))
+    # folded to a scalar in a vector expression, which Halide 21 divided by
+    # zero lanes: SIGFPE, the compiler died.
+    xv, lane, xb = hl.Var("xv"), hl.Var("lane"), hl.Var("xb")
+    out.split(x, xv, lane, vec, guard).split(xv, xb, xii, 2, guard)
+    out.split(xb, xo, xi, panel // block, guard)
     out.split(y, yo, yi, rows, shift)
     if direct:
         out.reorder(xii, yi, yo, xi, *batch, xo)
@@ -522,8 +536,8 @@ def apply_matmul(lowered, params) -> str:
     panels = -(-n // panel)
     want = 4 * (os.cpu_count() or 2)
     chunks = min(-(-m // rows), -(-want // panels)) if panels < want else 1
-    lines = [f"{out.name()}.split(x, xo, xi, {panel}).split(xi, xi, xii, {block})"
-             f".split(y, yo, yi, {rows})"
+    lines = [f"{out.name()}.split(x, xv, lane, {vec}).split(xv, xb, xii, 2)"
+             f".split(xb, xo, xi, {panel // block}).split(y, yo, yi, {rows})"
              + (".reorder(xii, yi, yo, xi, xo)" if direct else ".reorder(xii, yi, xi, yo, xo)")]
     if serial:  # less work than a pool wake-up
         anchor = xo
@@ -547,13 +561,15 @@ def apply_matmul(lowered, params) -> str:
         out.parallel(xo)
         anchor = xo
         lines.append("    .parallel(xo)")
-    _vectorize(out, xii, vec)  # the binding's vectorize(xii, vec) may name its inner var v1
+    out.vectorize(lane)
     out.unroll(yi)
-    lines.append(f"    .vectorize(xii, {vec}).unroll(yi)")
+    lines.append("    .vectorize(lane).unroll(yi)")
     c = mm.func
     j, i, jb, *_ = c.args()
     c.compute_at(out, yo if direct else xi).store_in(hl.MemoryType.Register)
-    c.bound_extent(j, block).bound_extent(i, rows)
+    # one block per xi (the guards on vectors made its extent dynamic, which
+    # a Register allocation refuses: (1, 64, 48) @ (5, 48, 80) float64)
+    c.bound_extent(j, block).bound_extent(i, rows).bound_extent(jb, 1)
     c.vectorize(j, vec).unroll(j).unroll(i)
     r = mm.rdom
     upd = c.update()

@@ -185,3 +185,40 @@ def test_products_of_negative_zero_sum_to_positive_zero(k, n, dtype):
     assert "Matmul" in f.lower(a, b).groups[0].schedule
     np.testing.assert_array_equal(got, want)
     assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+# (dtype, m, k, n, tuned params): the only 2-vector block half past the last
+# column (N one vector: float64 N = 8, float32 N = 16 on AVX-512), the last
+# block's second vector past it (float32 N = 48), row-chunked products whose
+# 64-wide panel reached whole blocks past it (N = 16, 32), and a tuned
+# 32-wide panel (float64 N = 24: two panels, the second half past the end)
+COLUMNS_PAST_THE_AXIS = [("float64", 4, 2, 8, ""), ("float32", 4, 2, 16, ""),
+                         ("float32", 3, 40, 48, ""), ("float64", 3000, 40, 16, ""),
+                         ("float32", 3000, 40, 32, ""), ("float64", 3, 40, 24, ";tile_n=32")]
+
+
+@pytest.mark.parametrize("dtype,m,k,n,params", COLUMNS_PAST_THE_AXIS)
+def test_comparison_epilogue_with_vectors_past_the_last_column(dtype, m, k, n, params):
+    """The column tiling split x by panel and then by block, leaving vectors
+    wholly past the last column under a predicate; where their index was
+    known the predicate was all false and Halide 21's simplifier folded the
+    is_nan of a float comparison under it into a scalar in a vector
+    expression, then divided by zero lanes: SIGFPE killed the compiler and
+    the kernel fell back to Adams2019 (in-process, with
+    HALOJIT_COMPILE_WORKERS=0, the user's process died)."""
+    rng = np.random.default_rng(n + k)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    c = rng.standard_normal(n).astype(dtype)
+    masked = lambda a, b, c: a @ b * (c > 0)  # noqa: E731
+    positive = lambda a, b: (a @ b > 0) * 1.0  # noqa: E731
+    for fn, args in ((masked, (a, b, c)), (positive, (a, b))):
+        f = halojit.trace(fn, autoscheduler="Matmul" + params)
+        (group,) = [g for g in f.lower(*args).groups if "matmul" in g.ops]
+        assert group.scheduler.startswith("Matmul"), group.scheduler
+        got, want = f(*args), fn(*args)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        if fn is masked:
+            assert_matmul_close(got, want, k)
+        else:
+            np.testing.assert_array_equal(got, want)
