@@ -122,6 +122,9 @@ class Specialization:
     checks: tuple | None  # (graph of values to check per call, a check for each)
     executor: Any
     build_seconds: float = 0.0
+    # per output, how numpy returns it when 0-d: tracer.zero_d_kind (True a
+    # numpy scalar, False a 0-d ndarray, k as positional argument k came)
+    out_kinds: tuple = ()
 
     def check_bindings(self) -> str | None:
         """Why this specialization no longer fits the bound globals, or None."""
@@ -230,6 +233,24 @@ def _array_key(args):
         if type(a) is not np.ndarray or not a.dtype.isnative:  # big-endian: converted first
             return None
     return _FAST_KEYS[len(args)](args)
+
+
+def _scalar_out(kind, args) -> bool:
+    """Whether a 0-d output of ``kind`` (tracer.zero_d_kind) is returned as
+    a numpy scalar: True and False say so; k follows argument k, a scalar
+    unless it was an ndarray (``args`` None: the fast paths, all ndarrays)."""
+    if kind is True or kind is False:
+        return kind
+    return args is not None and not isinstance(args[kind], np.ndarray)
+
+
+def _returned(results, kinds, args=None):
+    """The function's results as numpy returns them: a 0-d one as a numpy
+    scalar where numpy's op gives one (ufuncs, reductions, integer
+    indexing), as a 0-d ndarray where it gives that (np.where, np.copy,
+    x[...], x.astype of a 0-d array); not for arrays written with out=."""
+    return [r[()] if isinstance(r, np.ndarray) and r.ndim == 0 and _scalar_out(k, args) else r
+            for r, k in zip(results, kinds or (True,) * len(results))]
 
 
 # -- the traced function ----------------------------------------------------------------
@@ -386,7 +407,7 @@ class TracedFunction(_Dispatcher):
         values = [v for v, _ in converted]
         avals = [a for _, a in converted]
         if self._replay:
-            return self._run_replay(values, avals, kwargs, out)
+            return self._run_replay(values, avals, kwargs, out, args)
         spec = self._cache.get(self._key(avals, kwargs))
         if spec is not None and not spec.bindings:
             self._stats["hits"] += 1  # the fast path
@@ -395,14 +416,14 @@ class TracedFunction(_Dispatcher):
                 if key is not None:
                     entry = self._cache.fast[key] = self._fast_entry(spec)
                     self._register_native(args, spec, entry[0])
-            return self._run(spec, values, out)
+            return self._run(spec, values, out, args)
         first = []
         spec = self._get_spec(values, avals, kwargs, None, first)
         if spec is None:
-            return self._run_replay(values, avals, kwargs, out)
+            return self._run_replay(values, avals, kwargs, out, args)
         if first and first[0] is not None:
-            return self._finish(spec, first[0], values, out)
-        return self._run(spec, values, out)
+            return self._finish(spec, first[0], values, out, args)
+        return self._run(spec, values, out, args)
 
     def _get_spec(self, values, avals, kwargs, target=None, first=None):
         """The specialization for these arguments, traced and built on a miss.
@@ -435,7 +456,7 @@ class TracedFunction(_Dispatcher):
                     first.append(eager)
         return spec
 
-    def _run(self, spec: Specialization, values, out):
+    def _run(self, spec: Specialization, values, out, args=None):
         inputs = values + [b.read() for b in spec.bindings]
         if spec.checks is not None:  # numpy's OverflowError for f(x_int8, 1000), IndexError
             graph, checks = spec.checks
@@ -446,7 +467,7 @@ class TracedFunction(_Dispatcher):
             results = spec.executor(inputs, outs)
         else:
             results = spec.executor(inputs)
-        return self._finish(spec, results, values, out)
+        return self._finish(spec, results, values, out, args)
 
     def _fast_entry(self, spec):
         """What the fast path keeps: (call, call_out), ``call(args)`` -> the
@@ -457,7 +478,9 @@ class TracedFunction(_Dispatcher):
         leaf = spec.treedef.kind == "leaf"
         unflatten = spec.treedef.unflatten
         fast = getattr(spec.executor, "fast_call", None)
-        calls = fast(leaf) if fast is not None else None
+        # every argument an ndarray here: an output as argument k is one too
+        scalars = [_scalar_out(k, None) for k in spec.out_kinds] if spec.out_kinds else None
+        calls = fast(leaf, scalars) if fast is not None else None
         if calls is None:
             call, call_out = (lambda args: self._run_fast(spec, list(args))), None
         else:
@@ -485,7 +508,10 @@ class TracedFunction(_Dispatcher):
         native = (plan is not None and getattr(ex, "fresh_outputs", False)
                   and getattr(ex, "fast_call", None) is not None
                   and all(getattr(ex, "_small_out", (False,)))
-                  and not getattr(plan, "uses_device", True))
+                  and not getattr(plan, "uses_device", True)
+                  # the C path returns every 0-d output as a numpy scalar
+                  and all(shape or _scalar_out(k, None)
+                          for (shape, _), k in zip(ex._out_specs, spec.out_kinds)))
         try:
             if native:
                 work = max((n.aval.size * n.aval.dtype.itemsize for n in spec.graph.nodes),
@@ -506,25 +532,25 @@ class TracedFunction(_Dispatcher):
         results = spec.executor(values)
         if not getattr(spec.executor, "fresh_outputs", False):
             results = _fresh_all(results, values)
-        leaves = [r[()] if r.ndim == 0 else r for r in results]
-        return spec.treedef.unflatten(leaves)
+        return spec.treedef.unflatten(_returned(results, spec.out_kinds))
 
-    def _finish(self, spec, results, values, out):
+    def _finish(self, spec, results, values, out, args=None):
         results = _fresh_all(results, values)
         if out is not None:
-            results = _write_out(results, out, self.__name__)
-        leaves = [r[()] if isinstance(r, np.ndarray) and r.ndim == 0 and out is None else r
-                  for r in results]
-        return spec.treedef.unflatten(leaves)
+            return spec.treedef.unflatten(_write_out(results, out, self.__name__))
+        return spec.treedef.unflatten(_returned(results, spec.out_kinds, args))
 
     # -- tracing -------------------------------------------------------------------
     def _trace(self, values, avals, kwargs, eager):
         ctx = _tracer.TraceContext(self.fn, symbolic=self.symbolic,
                                    capture_as_const=self.capture_as_const, eager=eager)
         traced = [ctx.add_input(a, v) for v, a in zip(values, avals)]
+        for k, t in enumerate(traced):
+            t._scalar0d = k  # returned (or astype'd, reshaped) as it was passed
         with _recording(ctx):
             leaves, treedef = self._flatten(self.fn(*traced, **kwargs))
             nodes = [ctx.as_node(x) for x in leaves]
+        ctx.out_kinds = tuple(_tracer.zero_d_kind(x) for x in leaves)
         self._stats["traces"] += 1
         return ctx, nodes, treedef
 
@@ -560,7 +586,8 @@ class TracedFunction(_Dispatcher):
             checks=(make_graph(ctx.inputs, [n for n, _ in ctx.checks]),
                     [c for _, c in ctx.checks]) if ctx.checks else None,
             executor=executor,
-            build_seconds=time.perf_counter() - t0)
+            build_seconds=time.perf_counter() - t0,
+            out_kinds=ctx.out_kinds)
         self._stats["compiles"] += getattr(executor, "kernel_count", 0)
         _log(f"{self.__name__}: built {self.backend} specialization for "
              f"({', '.join(map(str, avals))}) in {spec.build_seconds * 1e3:.1f} ms")
@@ -572,13 +599,15 @@ class TracedFunction(_Dispatcher):
             return build_halide_executor(graph, target, self.autoscheduler)
         return NumpyExecutor(graph, self.opt_level)
 
-    def _run_replay(self, values, avals, kwargs, out):
+    def _run_replay(self, values, avals, kwargs, out, args=None):
         """A call of a function with exclude_from_trace blocks: its body runs,
         the traced code between blocks as compiled segments (halojit.replay)."""
         if self._segments is None:
             from .replay import Segments
             self._segments = Segments(self)
         call, traced = self._segments.new_call(values, avals)
+        for k, t in enumerate(traced[:len(values)]):
+            t._scalar0d = k
         with _recording(call.ctx):
             leaves, treedef = self._flatten(self.fn(*traced, **kwargs))
             nodes = [call.ctx.as_node(x) for x in leaves]
@@ -586,8 +615,9 @@ class TracedFunction(_Dispatcher):
         self._stats["hits" if call.hit else "misses"] += 1
         results = _fresh_all([call.ctx.values[n] for n in nodes], values)
         if out is not None:
-            results = _write_out(results, out, self.__name__)
-        return treedef.unflatten([r[()] if r.ndim == 0 and out is None else r for r in results])
+            return treedef.unflatten(_write_out(results, out, self.__name__))
+        kinds = [_tracer.zero_d_kind(x) for x in leaves]
+        return treedef.unflatten(_returned(results, kinds, args))
 
     # -- introspection ---------------------------------------------------------------
     def stats(self) -> dict:

@@ -98,6 +98,51 @@ def test_zero_d_results_are_numpy_scalars(opt_level):
     assert isinstance(v, np.ndarray) and v.shape == (1,)
 
 
+C0, A0, B0 = np.array(True), np.array(1.5), np.array(-2.0)  # 0-d arrays
+ZERO_D_RESULTS = {
+    # numpy returns a 0-d ndarray from np.where and the like (no ufunc)
+    "where": (lambda c, a, b: np.where(c, a, b), (C0, A0, B0)),
+    "where-py-scalars": (lambda c, a, b: np.where(c, 1.0, 2), (C0, A0, B0)),
+    "where-tuple": (lambda c, a, b: (np.where(a > b, a, b), a + b), (C0, A0, B0)),
+    "select": (lambda c, a, b: np.select([c], [a], 0.0), (C0, A0, B0)),
+    "copy": (lambda a, b: np.copy(a + b), (A0, B0)),
+    "broadcast-to": (lambda a, b: np.broadcast_to(a * b, ()), (A0, B0)),
+    "ones-like": (lambda a, b: np.ones_like(a), (A0, B0)),
+    "ellipsis": (lambda a, b: (a + b)[...], (A0, B0)),
+    # ufuncs, reductions, integer indexing: a numpy scalar
+    "add": (lambda a, b: np.add(a, b), (A0, B0)),
+    "maximum": (lambda a, b: np.maximum(a, b), (A0, B0)),
+    "less": (lambda a, b: a < b, (A0, B0)),
+    "clip": (lambda a, b: np.clip(a, b, 1.0), (A0, B0)),
+    "ufunc-of-where": (lambda c, a, b: np.negative(np.where(c, a, b)), (C0, A0, B0)),
+    "median": (lambda v: np.median(v), (np.array([3.0, np.nan, 1.0]),)),  # ends in a where
+    "index": (lambda v: v[1], (np.array([3.0, 1.0]),)),
+    # shape-keeping methods keep what they were called on: a 0-d array's is
+    # an array, a scalar's a scalar; an argument comes back as it was passed
+    "astype": (lambda a, b: a.astype(np.float32), (A0, B0)),
+    "astype-of-sum": (lambda a, b: (a + b).astype(np.float32), (A0, B0)),
+    "where-reshape": (lambda c, a, b: np.where(c, a, b).reshape(()), (C0, A0, B0)),
+    "identity": (lambda a, b: a, (A0, B0)),
+    "identity-scalar": (lambda a, b: a, (np.float64(1.5), B0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZERO_D_RESULTS))
+def test_zero_d_results_are_what_numpy_returns(name, opt_level):
+    """A 0-d result came back as a numpy scalar whatever made it; numpy
+    returns a 0-d ndarray from np.where of 0-d arrays, np.copy, x[...],
+    x.astype of a 0-d array (the miss, the hit and the fast path alike)."""
+    fn, args = ZERO_D_RESULTS[name]
+    want = fn(*args)
+    f = jit(fn, opt_level)
+    for _ in range(3):
+        got = f(*args)
+        for g, w in zip(got if isinstance(want, tuple) else [got],
+                        want if isinstance(want, tuple) else [want]):
+            assert type(g) is type(w), (type(g), type(w))
+            assert_same(g, w)
+
+
 def test_no_arguments_and_constant_outputs(opt_level):
     f = jit(lambda: np.ones(3) * 2, opt_level)
     np.testing.assert_array_equal(f(), np.full(3, 2.0))

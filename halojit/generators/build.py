@@ -486,12 +486,13 @@ class HalideExecutor:
                 results.append(other(o.params["value"].value))
         return results
 
-    def fast_call(self, leaf: bool):
+    def fast_call(self, leaf: bool, scalars=None):
         """(call, call_out) for the api's fast path, or None when this plan's
         outputs need post-processing (an input or constant returned, one
         output returned twice). ``call(args)``: args a tuple of plain
         ndarrays of this executor's avals -> the outputs (the one output
-        itself when ``leaf``; a 0-d one as a numpy scalar). ``call_out(args,
+        itself when ``leaf``; a 0-d one as a numpy scalar where ``scalars``,
+        one bool per output, says numpy returns one: default all). ``call_out(args,
         out)``: writes a single output into ``out`` when it fits (shape,
         dtype, writable, unit-stride last axis, no overlap with an input) and
         returns it, else None. Closures over locals: every attribute lookup
@@ -501,9 +502,12 @@ class HalideExecutor:
         run, consts, empty = self.plan.run, self.consts, np.empty
         specs, small, alloc = self._out_specs, self._small_out, self._alloc
         n_out = len(specs)
+        if scalars is None:
+            scalars = [True] * n_out
+        unwrap = [not shape and sc for (shape, _), sc in zip(specs, scalars)]
         if n_out == 1 and small[0]:
             shape, dtype = specs[0]
-            scalar = not shape
+            scalar = unwrap[0]
 
             def call(args):
                 o = empty(shape, dtype)
@@ -513,7 +517,7 @@ class HalideExecutor:
             def call(args):
                 outs = [empty(*specs[k]) if sm else alloc(k) for k, sm in enumerate(small)]
                 run(args + consts, outs, False, True)
-                outs = [o[()] if o.ndim == 0 else o for o in outs]
+                outs = [o[()] if u else o for o, u in zip(outs, unwrap)]
                 return outs[0] if leaf else outs
 
         if n_out != 1:

@@ -17,7 +17,7 @@ from ..errors import (DTypeError, IndexOutOfBoundsError, IndexShapeError, IndexT
                       TraceError, UnsupportedError, format_loc)
 from .ops import broadcast_shapes, normalize_axes, normalize_axis
 from .ops.elementwise import UFUNCS, resolve_ufunc
-from .tracer import TracedArray, check_dtype, current, user_loc
+from .tracer import TracedArray, check_dtype, current, user_loc, with_zero_d_kind, zero_d_kind
 
 HANDLERS: dict = {}
 
@@ -29,6 +29,40 @@ def implements(*funcs):
             HANDLERS[f] = fn
         return fn
     return deco
+
+
+# numpy functions whose result is an ndarray even when 0-d; those whose 0-d
+# result is what their first argument was (ndarray methods underneath: a
+# numpy scalar's reshape is a scalar, a 0-d array's a 0-d array); the rest
+# return a numpy scalar, as ufuncs and reductions do (tracer.zero_d_kind)
+_ZERO_D_ARRAYS = {np.where, np.select, np.piecewise, np.copy, np.broadcast_to,
+                  np.broadcast_arrays, np.zeros_like, np.ones_like, np.empty_like, np.full_like,
+                  np.roll, np.pad, np.tile}
+_ZERO_D_AS_FIRST = {np.reshape, np.transpose, np.squeeze, np.swapaxes, np.moveaxis, np.real,
+                    np.imag, np.astype}
+
+
+def with_zero_d_kinds(result, kind):
+    """Every 0-d traced array of ``result`` (a tuple or list: each) returned
+    as ``kind`` (tracer.zero_d_kind)."""
+    if isinstance(result, TracedArray):
+        return with_zero_d_kind(result, result, kind) if result.ndim == 0 else result
+    if type(result) in (tuple, list):
+        return type(result)(with_zero_d_kinds(r, kind) for r in result)
+    return result
+
+
+def zero_d_result(func, args, result):
+    """``result`` of the numpy function ``func`` on ``args``, a 0-d part as
+    numpy returns it: what a handler built it from (np.where inside
+    np.median) does not count, only the function the user called."""
+    if func in _ZERO_D_ARRAYS:
+        kind = False
+    elif func in _ZERO_D_AS_FIRST and args:
+        kind = zero_d_kind(args[0])
+    else:
+        kind = True
+    return with_zero_d_kinds(result, kind)
 
 
 # numpy computes these reductions and scans in out='s dtype (round: the input
@@ -659,7 +693,9 @@ def where(cond, x=None, y=None):
         # not fit (np.where(c, x_uint8, -3) holds 253), never an OverflowError.
         nodes = [n if n.dtype == dt and not n.aval.weak else
                  ctx.emit("astype", [n], {"dtype": dt}, loc)._node for n in nodes]
-    return ctx.emit("where", [c, *nodes], None, loc)
+    # an ndarray even when 0-d (numpy's where is no ufunc): np.where(c, a, b)
+    # of 0-d arrays is array(v), not a numpy scalar
+    return with_zero_d_kind(None, ctx.emit("where", [c, *nodes], None, loc), False)
 
 
 @implements(np.clip)
@@ -718,8 +754,11 @@ def astype(x, dtype, copy=True, casting="unsafe", **kw):
     node = ctx.as_node(x, loc)
     if node.dtype == dt and not node.aval.weak:
         # copy=False hands back x itself, as numpy does: writes through it are x's
-        return x if not copy and isinstance(x, TracedArray) else TracedArray(node, ctx)
-    return ctx.emit("astype", [node], {"dtype": dt}, loc)
+        if not copy and isinstance(x, TracedArray):
+            return x
+        return with_zero_d_kind(x, TracedArray(node, ctx), zero_d_kind(x))
+    # a scalar's astype is a scalar, a 0-d array's a 0-d array
+    return with_zero_d_kind(x, ctx.emit("astype", [node], {"dtype": dt}, loc), zero_d_kind(x))
 
 
 def view(x, dtype=None, type=None):
@@ -737,9 +776,8 @@ def view(x, dtype=None, type=None):
                                f"np.ndarray results are supported inside @halojit.trace"
                                f"{format_loc(loc)}.")
     node = ctx.as_node(x, loc)
-    if dtype is None:
-        return _view(x, TracedArray(node, ctx))
-    return _view(x, _bits_as(ctx, node, dtype, loc))
+    r = TracedArray(node, ctx) if dtype is None else _bits_as(ctx, node, dtype, loc)
+    return with_zero_d_kind(x, _view(x, r), zero_d_kind(x))
 
 
 def _bits_as(ctx, node, dtype, loc):
@@ -801,7 +839,7 @@ def _like_factory(kind):
         shape = tuple(a.shape) if shape is None else tuple(int(s) for s in np.atleast_1d(shape))
         c = ctx.constant(np.asarray(fill, dtype=dt))
         if not shape:
-            return TracedArray(c, ctx)
+            return with_zero_d_kind(None, TracedArray(c, ctx), False)  # ones_like(0-d): array(1.)
         return ctx.emit("broadcast_to", [c], {"shape": shape}, loc)
     return fn
 
@@ -869,7 +907,9 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         raise UnsupportedError(f"reshape: order={order!r} is not supported; only 'C'{format_loc(loc)}.")
     if shape == a.shape:
         return a
-    return _view(a, ctx.emit("reshape", [a], {"shape": shape}, loc))
+    # 0-d: a scalar's reshape is a scalar; an array's (x.reshape(()), np.squeeze) an array
+    return with_zero_d_kind(a, _view(a, ctx.emit("reshape", [a], {"shape": shape}, loc)),
+                            zero_d_kind(a))
 
 
 @implements(np.transpose)
@@ -946,7 +986,8 @@ def ravel(a, order="C"):
 @implements(np.copy)
 def copy(a, order="K", subok=False):
     ctx = _ctx_of(a)
-    return TracedArray(ctx.as_node(a, user_loc()), ctx)  # a new array: writable
+    # a new array, writable, an ndarray even of a scalar (x.copy() keeps the kind)
+    return with_zero_d_kind(None, TracedArray(ctx.as_node(a, user_loc()), ctx), False)
 
 
 @implements(np.broadcast_to)
@@ -956,7 +997,7 @@ def broadcast_to(a, shape, subok=False):
     a = _tr(ctx, a, loc)
     shape = tuple(int(s) for s in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
     if shape == a.shape:
-        return a
+        return with_zero_d_kind(a, a, False)  # np.broadcast_to(scalar, ()): a 0-d array
     r = _view(a, ctx.emit("broadcast_to", [a], {"shape": shape}, loc))
     r._readonly = "np.broadcast_to"  # numpy's result is read-only too
     return r
@@ -1343,8 +1384,9 @@ def getitem(x, key):
     # A 0-d integer traced array (x[x.argmax()]) indexes like an int in
     # numpy; its value is known at call time only, so it is a gather (the
     # same values and shape, range-checked at every call)
-    if any(_is_array_index(k) for k in key):
-        return _advanced_getitem(ctx, x, key, loc)
+    if any(_is_array_index(k) for k in key):  # x[i] of a 0-d integer array i: a numpy scalar
+        return with_zero_d_kinds(_advanced_getitem(ctx, x, key, loc),
+                                 not any(k is Ellipsis for k in key))
     for k in key:
         if not (k is None or k is Ellipsis or isinstance(k, slice) or _is_int_index(k)):
             raise UnsupportedError(
@@ -1373,7 +1415,9 @@ def getitem(x, key):
     if tuple(sizes) != x.shape or any(s != 0 for s in starts) or any(t != 1 for t in steps):
         r = ctx.emit("slice", [x], {"starts": tuple(starts), "steps": tuple(steps),
                                     "shape": tuple(sizes)}, loc)
-    return _view(x, reshape(r, tuple(out_shape)))
+    r = _view(x, reshape(r, tuple(out_shape)))
+    # 0-d: integers (or ()) pick a numpy scalar, an index with ... a 0-d view
+    return with_zero_d_kind(x, r, not any(k is Ellipsis for k in key)) if not out_shape else r
 
 
 def _is_array_index(k) -> bool:
@@ -1908,6 +1952,15 @@ def _method_shape(args):
     return args
 
 
+def _scalar_method(fn):
+    """An ndarray method that computes (x.max(), x.clip()): its 0-d result
+    is a numpy scalar, whatever its handler built it from (a where)."""
+    def method(*args, **kwargs):
+        r = fn(*args, **kwargs)
+        return r if kwargs.get("out") is not None else with_zero_d_kinds(r, True)
+    return method
+
+
 def _install_methods():
     T = TracedArray
     for name in ("sum", "mean", "max", "min", "prod", "any", "all", "var", "std"):
@@ -1936,7 +1989,7 @@ def _install_methods():
     T.repeat = lambda self, repeats, axis=None: repeat(self, repeats, axis)
     T.flatten = lambda self, order="C": copy(reshape(self, (-1,), order))  # always a copy
     T.ravel = lambda self, order="C": reshape(self, (-1,), order)
-    T.copy = lambda self, order="C": copy(self)
+    T.copy = lambda self, order="C": with_zero_d_kind(self, copy(self), zero_d_kind(self))
     T.swapaxes = swapaxes
     T.dot = lambda self, b, out=None: dot(self, b, out=out)
     T.round = lambda self, decimals=0, out=None: round_(self, decimals, out=out)
@@ -1964,6 +2017,9 @@ def _install_methods():
             raise ValueError("Input object to FillWithScalar is not a scalar")
         self._assign(_full_of(self, v), "`x.fill()`")
     T.fill = fill
+    for name in ("sum", "mean", "max", "min", "prod", "any", "all", "var", "std", "argmax",
+                 "argmin", "clip", "take", "dot", "round", "__matmul__", "__rmatmul__"):
+        setattr(T, name, _scalar_method(getattr(T, name)))
 
 
 _install_methods()
@@ -2019,4 +2075,4 @@ def array_of_traced(fname: str, a, dtype=None, *, copy=np._NoValue, order=None, 
     copies = (fname == "array") if copy is np._NoValue else bool(copy)
     if copies and (r is a or r._base is not None):
         r = TracedArray(r._node, ctx)  # a copy: no view of anything
-    return r
+    return with_zero_d_kind(a, r, False)  # np.asarray of a scalar: a 0-d array

@@ -119,6 +119,7 @@ class TraceContext:
             self.values[node] = value
         t = TracedArray(node, self)
         t._is_input = True
+        t._scalar0d = False  # a bound global or a replay's array: an ndarray (see zero_d_kind)
         return t
 
     @staticmethod
@@ -380,6 +381,12 @@ class TracedArray:
         self._n = node
         self._ctx = ctx
         self._is_input = False
+        # How numpy hands this value back when it is 0-d (zero_d_kind): True
+        # as a numpy scalar (what ufuncs, reductions and integer indexing
+        # return), False as a 0-d ndarray (np.where, np.copy, x[...]), or k
+        # as positional argument k was passed (shape-keeping methods of an
+        # argument: x.astype, x.reshape; a scalar unless it was an ndarray)
+        self._scalar0d = True
         # numpy views of intermediates (slices, reshapes, transposes): the
         # trace records values, not memory, so an in-place write reaches no
         # other array. An array that such a write left behind numpy's (a
@@ -484,13 +491,16 @@ class TracedArray:
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if in_excluded_block():  # plain numpy on the values, every call
             return getattr(ufunc, method)(*_concrete(inputs), **_concrete(kwargs))
-        from .numpy_api import apply_ufunc
-        return _strong(apply_ufunc(self._ctx, ufunc, method, inputs, kwargs))
+        from .numpy_api import apply_ufunc, with_zero_d_kinds
+        result = _strong(apply_ufunc(self._ctx, ufunc, method, inputs, kwargs))
+        if kwargs.get("out") is not None:  # out= itself
+            return result
+        return with_zero_d_kinds(result, True)  # a ufunc's 0-d result is a numpy scalar
 
     def __array_function__(self, func, types, args, kwargs):
         if in_excluded_block():
             return func(*_concrete(args), **_concrete(kwargs))
-        from .numpy_api import HANDLERS
+        from .numpy_api import HANDLERS, zero_d_result
         handler = HANDLERS.get(func)
         if handler is None:
             name = getattr(func, "__module__", "numpy").replace("numpy", "np", 1)
@@ -499,7 +509,8 @@ class TracedArray:
                 f"{format_loc(user_loc())}; compute it outside the traced function or in "
                 "a `with halojit.exclude_from_trace():` block."
             )
-        return _strong(handler(*args, **kwargs))
+        result = _strong(handler(*args, **kwargs))
+        return result if kwargs.get("out") is not None else zero_d_result(func, args, result)
 
     def __getattr__(self, name):
         # Only reached when normal lookup fails: an ndarray method halojit
@@ -562,12 +573,42 @@ class TracedArray:
         return self
 
 
+def zero_d_kind(x):
+    """How numpy returns ``x`` (a function's result) when it is 0-d: True a
+    numpy scalar, False a 0-d ndarray, or k as positional argument k came
+    (TracedArray._scalar0d). An array of one or more axes is an ndarray."""
+    if isinstance(x, TracedArray):
+        return x._scalar0d if x.ndim == 0 else False
+    return not isinstance(x, np.ndarray)
+
+
+def with_zero_d_kind(src, result, kind):
+    """``result`` returned as ``kind`` when 0-d (see zero_d_kind). A result
+    that is ``src`` itself (a no-op reshape, np.asarray of an array) becomes
+    a new view of it where the kind differs, so ``src`` keeps its own."""
+    if not isinstance(result, TracedArray):
+        return result
+    now = zero_d_kind(src)
+    if result is src and (type(now) is not type(kind) or now != kind):  # argument 0 is not False
+        result = TracedArray(src._node, src._ctx)
+        if src._is_input:  # as numpy_api._view: a write into it is a write into the input
+            result._is_input = True
+        else:
+            result._base, result._seen = src._root, src._root._writes
+        if getattr(src, "_readonly", None):
+            result._readonly = src._readonly
+    result._scalar0d = kind
+    return result
+
+
 def _strong(result):
     """numpy functions return numpy objects: a result computed from Python
     scalars only is strong (np.negative(2) is np.int64(-2)), while Python
     operators keep it weak (-2 stays a Python int)."""
     if isinstance(result, TracedArray) and result._node.aval.weak:
-        return result._ctx.emit("astype", [result._node], {"dtype": result.dtype})
+        strong = result._ctx.emit("astype", [result._node], {"dtype": result.dtype})
+        strong._scalar0d = result._scalar0d  # np.where(True, 1.0, 2.0) is a 0-d array
+        return strong
     if isinstance(result, (tuple, list)):
         return type(result)(_strong(r) for r in result)
     return result

@@ -27,7 +27,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..api import _check_out, convert_arg
+from ..api import _check_out, _returned, convert_arg
 from ..errors import ArtifactError, DTypeError, ShapeError
 
 FORMAT = 1
@@ -121,6 +121,7 @@ class _Traced:
     treedef: object
     values: list
     avals: list
+    out_kinds: tuple = ()  # api.Specialization.out_kinds
 
 
 def _trace_example(tf, args, static) -> _Traced:
@@ -155,7 +156,7 @@ def _trace_example(tf, args, static) -> _Traced:
         raise ArtifactError(
             f"dump: the example ({', '.join(map(str, avals))}) makes zero-size arrays; artifacts "
             "hold compiled kernels, so dump with non-empty example shapes.")
-    return _Traced(graph, treedef, values, avals)
+    return _Traced(graph, treedef, values, avals, ctx.out_kinds)
 
 
 def _leaf_names(treedef) -> list[str]:
@@ -387,7 +388,10 @@ def dump(tf, path, example_args, *, arg_names=None, output_names=None, test_vect
         "constants": const_table,
         "specializations": specs,
         "test_vectors": vectors,
-        "python": {"treedef": _treedef_json(treedef)},
+        # per output, a 0-d result as a numpy scalar (true), a 0-d ndarray
+        # (false), or as positional argument k was passed (k): numpy's rule
+        # (api._returned); absent in older artifacts: all scalars
+        "python": {"treedef": _treedef_json(treedef), "zero_d": list(traced[0].out_kinds)},
     }
     return _write(Path(path), manifest, blobs.data)
 
@@ -451,6 +455,7 @@ class LoadedFunction:
         self.outputs = list(self.manifest["outputs"])
         self._treedef = _treedef_from_json(self.manifest.get("python", {}).get(
             "treedef", {"kind": "tuple", "children": [{"kind": "leaf"}] * len(self.outputs)}))
+        self._zero_d = tuple(self.manifest.get("python", {}).get("zero_d", ()))
         self._specs = [
             ([(tuple(t["shape"]), np.dtype(t["dtype"])) for t in s["inputs"]],
              [(tuple(t["shape"]), np.dtype(t["dtype"])) for t in s["outputs"]])
@@ -500,8 +505,8 @@ class LoadedFunction:
         else:
             outs = [np.empty(shape, dt) for shape, dt in out_specs]
         self._art.run(arrays, outs)
-        leaves = [o[()] if o.ndim == 0 and out is None else o for o in outs]
-        return self._treedef.unflatten(leaves)
+        return self._treedef.unflatten(outs if out is not None else
+                                       _returned(outs, self._zero_d, args))
 
     def check(self) -> list[dict]:
         """Run every test vector; one dict per vector and output with

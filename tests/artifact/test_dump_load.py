@@ -197,6 +197,18 @@ def test_integer_bool_half_and_scalar_arguments(tmp_path):
     np.testing.assert_array_equal(got[0], f(a, m, h, -2)[0])
 
 
+def test_zero_d_outputs_load_as_numpy_returns_them(tmp_path):
+    """np.where of 0-d arrays is a 0-d ndarray, a sum a numpy scalar, and an
+    argument returned as is comes back as it was passed."""
+    def f(c, a, b):
+        return np.where(c, a, b), a + b, a
+    c, a, b = np.array(True), np.array(1.5), np.array(-2.0)
+    g = halojit.load(halojit.trace(f).dump(tmp_path / "z.hjm", c, a, b, levels="sse41"))
+    for args in ((c, a, b), (c, np.float64(1.5), b)):
+        for got, want in zip(g(*args), f(*args)):
+            assert type(got) is type(want) and got == want
+
+
 def test_matmul_layer_at_every_level(tmp_path):
     """The Matmul template is sized per target: each level's kernels agree with numpy."""
     def mlp(x, w1, b1, w2):
