@@ -108,6 +108,8 @@ TRANSCENDENTAL_OPS = frozenset({
 # tasks share it (the Elementwise template runs them in parallel).
 TRIG_CHECK_LANES = 16
 TRIG_CHECK_TASKS = 8
+# the Stage kinds of those passes
+TRIG_CHECK_KINDS = ("trigpart", "trigflag")
 # Input axes shorter than this are read through a clamp (_clamp_short): the
 # widest natural vector on AVX-512, 64 one-byte lanes.
 SHORT_AXIS = 64
@@ -123,8 +125,8 @@ class Lowerer:
         self.graph = graph
         # float32 sin and cos evaluate halide_math.FAST_TRIG where every
         # argument of the group is at most TRIG_FAST_MAX in magnitude, as
-        # checked by a pass over the arguments (trig_ok); the Elementwise
-        # template specializes the output on that check (lower_group)
+        # checked by a pass over the arguments (trig_ok); the schedule
+        # specializes the outputs on that check (lower_group)
         self.fast_trig = fast_trig
         self.trig_checks: dict[Node, hl.Expr] = {}
         # an autoscheduler schedules this group, which reads part of an
@@ -299,7 +301,6 @@ class Lowerer:
         flag = hl.Func(self.fresh("trigflag"))
         if not shape:
             flag[()] = bad([])
-            part = None
         else:
             lanes = TRIG_CHECK_LANES if shape[-1] >= TRIG_CHECK_LANES else 1
             tasks = TRIG_CHECK_TASKS
@@ -336,7 +337,7 @@ class Lowerer:
             return lower_int_power(self, node, operands)
         if opdef.trait == ELEMENTWISE:
             trig_ok = None
-            if self.fast_trig and node.op in M.FAST_TRIG and node.dtype in (np.float16, np.float32):
+            if self.fast_trig and _fast_trig_op(node):
                 trig_ok = self.trig_ok(node.inputs[0], operands[0])
             return lower_elementwise(node, operands, self.fast_math, self.strict_kernel, trig_ok)
         fn = LOWER.get(node.op)
@@ -1390,6 +1391,11 @@ def partial_lanes(target) -> int:
     return native_lanes(target, LANES)
 
 
+def _fast_trig_op(node: Node) -> bool:
+    """A sin or cos computed in float32 (float32 or float16)."""
+    return node.op in M.FAST_TRIG and node.dtype in (np.float16, np.float32)
+
+
 def _fast_trig(graph: Graph, spec, gpu: bool, fast_math: bool) -> bool:
     """Whether float32 (and float16) sin and cos take the checked fast path
     (Lowerer.trig_ok): on CPU targets, in groups the Elementwise template
@@ -1397,7 +1403,7 @@ def _fast_trig(graph: Graph, spec, gpu: bool, fast_math: bool) -> bool:
     specializes on the check), outside fast-math mode (which has its own)."""
     if gpu or fast_math or spec is None:
         return False
-    if not any(n.op in M.FAST_TRIG and n.dtype in (np.float16, np.float32) for n in graph.nodes):
+    if not any(_fast_trig_op(n) for n in graph.nodes):
         return False
     from ..schedules.autoschedule import autoschedules
     if autoschedules(spec):
@@ -1433,17 +1439,18 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
         n.op in PART_READS and any(i.op != "input" for i in n.inputs) for n in graph.nodes)
     gpu = target is not None and target.has_gpu_feature()
     fast_trig = _fast_trig(graph, spec, gpu, fast_math)
-    lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, lanes, gpu=gpu,
-                 guard_inputs=guard, fast_trig=fast_trig)
-    pipeline, params, outputs = lw.lower()
+
+    def lower(fast_trig):
+        lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, lanes, gpu=gpu,
+                     guard_inputs=guard, fast_trig=fast_trig)
+        return lw, lw.lower()
+    lw, (pipeline, params, outputs) = lower(fast_trig)
     if fast_trig and autoschedules(spec) and any(
-            st.kind not in ("trigpart", "trigflag") for st in lw.stages):
+            st.kind not in TRIG_CHECK_KINDS for st in lw.stages):
         # an autoscheduler may compute a stage holding the fast/exact select
         # at the root, outside the outputs' specialization: both paths would
         # run, so such groups keep the exact one alone
-        lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, lanes, gpu=gpu,
-                     guard_inputs=guard)
-        pipeline, params, outputs = lw.lower()
+        lw, (pipeline, params, outputs) = lower(False)
     lowered = LoweredGroup(pipeline, params, outputs, lw.stages, graph)
     for ok in lw.trig_checks.values():
         lowered.trig_ok = ok if lowered.trig_ok is None else lowered.trig_ok & ok

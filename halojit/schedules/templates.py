@@ -14,6 +14,7 @@ import os
 import halide as hl
 
 from ..errors import HalojitError
+from ..generators.lowering import TRIG_CHECK_KINDS
 from ..graph.passes.flatten import merge_trailing
 from ..graph.ops.reduce import SCANS, SCATTERS, SORTS
 from .col_reduce import COL_REDUCE, apply_col_reduce, col_reduce_fits
@@ -750,7 +751,7 @@ def apply_elementwise(lowered, params) -> str:
     _vectorize(out, xi, vector)
     lines.append(f"    .vectorize({xi.name()}, {vector})")
     for st in lowered.stages:  # shared values: inlined (computed once per lane by CSE)
-        if st.kind not in ("trigpart", "trigflag"):
+        if st.kind not in TRIG_CHECK_KINDS:
             st.func.compute_inline()
     lines += _schedule_trig_checks(lowered, parallel and n_rows * width >= TRIG_PARALLEL_MIN)
     dense = _dense_condition(lowered, node.shape, k) if k > 1 else None
