@@ -672,6 +672,41 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
 
 
 # -- elementwise functions ----------------------------------------------------------
+def _where_checks_int_range() -> bool:
+    """Whether the installed numpy's np.where raises OverflowError for a
+    Python int that does not fit the result (numpy >= 2.5) or wraps it."""
+    try:
+        np.where(True, 2**63, 0)
+    except OverflowError:
+        return True
+    return False
+
+
+_WHERE_CHECKS_INT_RANGE = _where_checks_int_range()
+
+
+def _check_where_int_range(nodes, dt, loc) -> None:
+    """np.where of Python ints alone: numpy 2.5 raises where one does not fit
+    the result dtype (2**63 as int64), earlier versions wrap it."""
+    if not _WHERE_CHECKS_INT_RANGE or dt.kind not in "iu":
+        return
+    info = np.iinfo(dt)
+    for n in nodes:
+        if n.dtype.kind not in "iu":
+            continue
+        if n.op == "constant":
+            v = int(n.params["value"].value)
+            if info.min <= v <= info.max:
+                continue
+            what = str(v)
+        elif n.dtype == np.uint64 and dt != np.uint64:
+            what = "a Python int argument >= 2**63"  # such an argument is weak uint64 only then
+        else:
+            continue
+        raise OverflowError(f"Python int too large to convert to C long: np.where's {what} "
+                            f"does not fit its result dtype {dt}{format_loc(loc)}")
+
+
 @implements(np.where)
 def where(cond, x=None, y=None):
     loc = user_loc()
@@ -687,6 +722,7 @@ def where(cond, x=None, y=None):
         dt = np.result_type(*[_weak_repr(n) for n in nodes])
     check_dtype(dt, "np.where", loc)
     if weak:
+        _check_where_int_range(nodes, dt, loc)
         nodes = [ctx.weak_cast(n, dt, loc) for n in nodes]
     else:
         # np.where casts a Python int branch like astype, wrapping where it does

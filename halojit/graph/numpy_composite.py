@@ -906,17 +906,22 @@ def _frexp(x):
     return np.where(special, x, m), np.where(special, 0, e).astype(np.int32)
 
 
+# numpy 2.5 made float16 nextafter return y when x == y, as C and its other loops do
+_HALF_NEXTAFTER_KEEPS_X = not np.signbit(np.nextafter(np.float16(0.0), np.float16(-0.0)))
+
+
 def _nextafter(x, y):
     """The float next to x towards y, as C's nextafter: one step of x's bit
     pattern (+1 moves away from zero, for either sign); y when x == y (so
-    nextafter(0.0, -0.0) is -0.0; x for float16, as numpy), +-the smallest
-    subnormal from zero, NaN when either is NaN."""
+    nextafter(0.0, -0.0) is -0.0; float16 follows the installed numpy, whose
+    half loop keeps x before 2.5), +-the smallest subnormal from zero, NaN
+    when either is NaN."""
     it = _FLOAT_BITS[x.dtype][0]
     away = (x < y) == (x > 0)
     r = (x.view(it) + np.where(away, it(1), it(-1))).view(x.dtype)
     r = np.where(x == 0, np.copysign(x.dtype.type(np.finfo(x.dtype).smallest_subnormal), y), r)
-    # x == y: C's y; numpy's float16 loop keeps x (nextafter(-0.0, 0.0) is -0.0 there)
-    r = np.where(x == y, x if x.dtype == np.float16 else y, r)
+    # x == y: C's y; numpy's float16 loop kept x before 2.5 (nextafter(-0.0, 0.0) was -0.0)
+    r = np.where(x == y, x if x.dtype == np.float16 and _HALF_NEXTAFTER_KEEPS_X else y, r)
     return np.where(np.isnan(x) | np.isnan(y), x + y, r)
 
 

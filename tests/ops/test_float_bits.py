@@ -18,6 +18,7 @@ import pytest
 from helpers import assert_matches_numpy, assert_same_bits, jit
 
 from halojit.errors import UnsupportedError
+from halojit.graph import numpy_composite
 
 FLOATS = [np.float16, np.float32, np.float64]
 INT_OF = {np.float16: np.int16, np.float32: np.int32, np.float64: np.int64}
@@ -81,6 +82,18 @@ def test_nextafter_bit_for_bit(dtype, opt_level):
     pairs_y = np.concatenate([np.tile(s, s.size), np.full(x.size, np.inf, dtype),
                               np.random.default_rng(4).permutation(x)])
     _check(np.nextafter, pairs_x, pairs_y, opt_level=opt_level)
+
+
+@pytest.mark.parametrize("keeps_x", [True, False])
+def test_half_nextafter_of_equal_values_both_numpy_rules(monkeypatch, keeps_x):
+    # numpy < 2.5's half loop returns x where x == y, 2.5 returns y as C does;
+    # the trace follows the installed numpy, and each rule is checked here
+    monkeypatch.setattr(numpy_composite, "_HALF_NEXTAFTER_KEEPS_X", keeps_x)
+    x = np.array([0.0, -0.0, 1.0, -0.0, np.inf, 0.0], np.float16)
+    y = np.array([-0.0, 0.0, 1.0, -0.0, np.inf, 1.0], np.float16)
+    got = jit(lambda a, b: np.nextafter(a, b) * np.float16(1), 0)(x, y)
+    want = np.where(x == y, x if keeps_x else y, [0, 0, 0, 0, 0, np.float16(6e-8)])
+    assert_same_bits(got, want.astype(np.float16))
 
 
 @pytest.mark.parametrize("opt_level", [0, 3])

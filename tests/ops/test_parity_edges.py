@@ -10,6 +10,8 @@ import pytest
 
 from helpers import assert_matches_numpy, jit, numpy_eager
 
+from halojit.graph import numpy_api
+
 F32_NAN = np.array([1.5, np.nan, 2.5], np.float32)
 BOOLS = np.array([True, False])
 F16_INF = np.array([1, np.inf, -np.inf, 60000], np.float16)
@@ -210,3 +212,17 @@ def test_matches_numpy(name, opt_level):
             jit(fn, opt_level)(*args)
         return
     assert_matches_numpy(fn, args, opt_level)
+
+
+WHERE_BIG_INTS = ["where-2**63", "where-2**63-both", "where-2**64-1", "where-2**63-arg"]
+
+
+@pytest.mark.parametrize("name", WHERE_BIG_INTS)
+def test_where_of_big_python_ints_under_numpy_2_5(monkeypatch, name):
+    # numpy 2.5 raises OverflowError where earlier versions wrap (the case
+    # above follows the installed numpy); the 2.5 rule, whatever is installed
+    monkeypatch.setattr(numpy_api, "_WHERE_CHECKS_INT_RANGE", True)
+    fn, args = CASES[name]
+    with pytest.raises(OverflowError, match="does not fit its result dtype int64"):
+        jit(fn, 0)(*args)
+    assert_matches_numpy(lambda c: np.where(c, 2**62, -1), [BOOLS], 0)  # in range: as before
