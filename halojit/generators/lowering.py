@@ -123,7 +123,7 @@ class Lowerer:
                  col_chunks: int | None = None, lanes: int = LANES, gpu: bool = False,
                  guard_inputs: bool = False, fast_trig: bool = False):
         self.graph = graph
-        # float32 sin and cos evaluate halide_math.FAST_TRIG where every
+        # float32 sin, cos and tan evaluate halide_math.FAST_TRIG where every
         # argument of the group is at most TRIG_FAST_MAX in magnitude, as
         # checked by a pass over the arguments (trig_ok); the schedule
         # specializes the outputs on that check (lower_group)
@@ -389,7 +389,7 @@ def _guard_all(idx, shape):
 def lower_elementwise(node: Node, operands, fast_math: bool = False,
                       strict: bool = True, trig_ok=None) -> Lazy:
     """``strict``: the kernel compiles with strict_float (float64 power needs
-    it). ``trig_ok`` (sin and cos only, see Lowerer.trig_ok): the float32
+    it). ``trig_ok`` (sin, cos and tan only, see Lowerer.trig_ok): the float32
     argument check under which M.FAST_TRIG's version is exact enough."""
     shape, out_dt = node.shape, node.dtype
     if node.op == "astype":
@@ -1392,12 +1392,12 @@ def partial_lanes(target) -> int:
 
 
 def _fast_trig_op(node: Node) -> bool:
-    """A sin or cos computed in float32 (float32 or float16)."""
+    """A sin, cos or tan computed in float32 (float32 or float16)."""
     return node.op in M.FAST_TRIG and node.dtype in (np.float16, np.float32)
 
 
 def _fast_trig(graph: Graph, spec, gpu: bool, fast_math: bool) -> bool:
-    """Whether float32 (and float16) sin and cos take the checked fast path
+    """Whether float32 (and float16) sin, cos and tan take the checked fast path
     (Lowerer.trig_ok): on CPU targets, in groups the Elementwise template
     schedules (every value inlines into the one output, which it
     specializes on the check), outside fast-math mode (which has its own)."""

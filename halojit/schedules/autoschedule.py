@@ -189,7 +189,7 @@ def apply_schedule(lowered, target, spec: ScheduleSpec):
     if not target.has_gpu_feature():  # GPU Funcs store at blocks and compute at threads
         unslide(lowered.pipeline, results)
     if getattr(lowered, "trig_ok", None) is not None:
-        # every value holding a sin/cos fast/exact select is inlined into the
+        # every value holding a sin/cos/tan fast/exact select is inlined into the
         # outputs (lowering.lower_group): a copy of each for checked arguments
         for out in lowered.outputs:
             out.specialize(lowered.trig_ok)

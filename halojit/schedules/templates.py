@@ -757,8 +757,8 @@ def apply_elementwise(lowered, params) -> str:
     dense = _dense_condition(lowered, node.shape, k) if k > 1 else None
     trig = lowered.trig_ok
     for cond, what in ((None if trig is None or dense is None else trig & dense,
-                        "arguments of sin/cos checked and dense"),
-                       (trig, "arguments of sin/cos checked"),
+                        "arguments of sin/cos/tan checked and dense"),
+                       (trig, "arguments of sin/cos/tan checked"),
                        (dense, f"dense over the last {k} axes")):
         if cond is not None:
             out.specialize(cond)
@@ -766,7 +766,7 @@ def apply_elementwise(lowered, params) -> str:
     return "\n".join(lines)
 
 
-# Elements below which the Elementwise template's sin/cos argument check runs
+# Elements below which the Elementwise template's sin/cos/tan argument check runs
 # on one core (as the kernel itself does below its own threshold).
 TRIG_PARALLEL_MIN = 1 << 16
 
@@ -787,7 +787,7 @@ def _schedule_trig_checks(lowered, parallel: bool) -> list[str]:
             if parallel:
                 upd.parallel(task)
             lines.append(f"{f.name()}.compute_root().update().vectorize(lane)"
-                         + (".parallel(task)" if parallel else "") + "  # sin/cos argument check")
+                         + (".parallel(task)" if parallel else "") + "  # sin/cos/tan argument check")
         elif st.kind == "trigflag":
             f.compute_root()
     return lines
