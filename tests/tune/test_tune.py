@@ -31,8 +31,13 @@ def x_of(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
 
 
+def _pythonpath(*paths) -> str:
+    """``paths`` ahead of the caller's PYTHONPATH (which may hold halide itself)."""
+    return os.pathsep.join([*map(str, paths), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
 def run_python(code: str) -> str:
-    path = f"{ROOT}{os.pathsep}{Path(__file__).parent}"
+    path = _pythonpath(ROOT, Path(__file__).parent)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, env=dict(os.environ, PYTHONPATH=path), timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -188,7 +193,7 @@ def test_tune_refuses_what_it_cannot_tune():
 
 
 def test_command_line_tune_list_export_import(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), HALOJIT_CACHE_DIR=os.environ["HALOJIT_CACHE_DIR"])
+    env = dict(os.environ, PYTHONPATH=_pythonpath(ROOT), HALOJIT_CACHE_DIR=os.environ["HALOJIT_CACHE_DIR"])
 
     def cli(*args, **extra):
         proc = subprocess.run([sys.executable, "-m", "halojit", "tune", *args], cwd=ROOT,
@@ -259,6 +264,6 @@ def test_bench_table_on_tiny_workloads():
     assert "cores" in table.machine
     proc = subprocess.run([sys.executable, "-m", "halojit", "tune", "--bench", "--size", "tiny",
                            "--only", "full_sum", "--budget", "2"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=_pythonpath(ROOT)))
     assert proc.returncode == 0, proc.stderr
     assert "| full_sum | sum | reduction |" in proc.stdout and "of 1 " in proc.stdout
