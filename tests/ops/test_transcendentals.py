@@ -101,7 +101,7 @@ def test_huge_sin_cos_arguments_are_reduced_exactly():
 # on every 4099th float32 bit pattern: 1M values, every sign and exponent
 # (NaN, inf, subnormals and zeros among them).
 FLOAT32_ARITHMETIC = ["arctan", "arcsin", "arccos", "sinh", "cosh", "expm1", "log1p",
-                      "arcsinh", "arccosh", "arctanh"]
+                      "arcsinh", "arccosh", "arctanh", "cbrt"]
 
 
 @pytest.mark.parametrize("name", FLOAT32_ARITHMETIC)
@@ -118,6 +118,18 @@ def test_float32_arithmetic_within_2_ulp_of_correctly_rounded(name):
     assert d[i] <= 2, f"{name}({x[i]!r}): got {got[i]!r}, correctly rounded {want[i]!r}"
     zeros = want == 0
     assert np.array_equal(np.signbit(got[zeros]), np.signbit(want[zeros])), "sign of zero"
+
+
+def test_float32_cbrt_exact_at_perfect_cubes():
+    n = np.arange(-4000, 4001, dtype=np.float32)
+    cubes = n ** 3  # exact in float32 up to 2**24; above, the float32 nearest
+    want = np.cbrt(cubes.astype(np.float64)).astype(np.float32)
+    got = halojit.trace(lambda a: np.cbrt(a))(cubes)
+    np.testing.assert_array_equal(got[np.abs(n) <= 256], n[np.abs(n) <= 256])
+    assert np.max(ulp_distance(got, want)) == 0
+    tiny = np.float32([1e-45, -1e-45, 2.0 ** -149 * 27, 1.1754942e-38, 3.4028235e38])
+    assert np.max(ulp_distance(halojit.trace(lambda a: np.cbrt(a))(tiny),
+                               np.cbrt(tiny.astype(np.float64)).astype(np.float32))) == 0
 
 
 # float32 sin, cos and tan where every argument is at most
