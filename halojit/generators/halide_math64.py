@@ -1,16 +1,16 @@
-"""Vectorizable float64 exp and log families and power as Halide Exprs
-(float64 in, float64 out).
+"""Vectorizable float64 exp and log families, inverse trigonometric and
+hyperbolic functions and power as Halide Exprs (float64 in, float64 out).
 
 Halide lowers every float64 math function to a scalar libm call, so numpy's
 float64 ``exp``, ``log`` and ``tanh`` loops (AVX-512 and AVX2 SIMD) ran
 1.3-3.3x faster on one core than halojit's kernels on two (2-core AVX-512
-VM, 4M elements). Here each function is a range reduction and a polynomial
-in float64 vectors, every step an IEEE operation (strict_float, no FMA), with
-numpy's NaN, inf, -0.0 and subnormal behaviour. Accuracy against numpy and
-against 80-bit long double references is in tests/ops/test_transcendentals64.py;
+VM, 4M elements), and its arctan, arcsin, arccos, arctanh and arcsinh 2-4x
+faster. Here each function is a range reduction and a polynomial in float64
+vectors, every step an IEEE operation (strict_float, no FMA), with numpy's
+NaN, inf, -0.0 and subnormal behaviour. Accuracy against numpy and against
+80-bit long double references is in tests/ops/test_transcendentals64.py;
 power goes through double-double logarithms (see ``power``). Not here
-(still libm, numpy's results exactly): the trigonometric and inverse
-functions.
+(still libm, numpy's results exactly): sin, cos, tan and arctan2.
 """
 
 from __future__ import annotations
@@ -224,6 +224,169 @@ def log1p(x):
     return hl.select(x == _c(0), x, _log_specials(u, r))  # -0.0 stays -0.0
 
 
+# -- inverse hyperbolic functions: log1p of a double-double argument ---------------------
+def _log1p_dd(u, ul, twice=None):
+    """log(1 + u + ul) for u >= 0 and a small ul (the argument's low part):
+    w = 1 + u rounded, and what w lost plus ul enters _ln_sum as a
+    correction divided by w. ``twice`` (a bool Expr): log(2 w) instead,
+    exactly one more in the exponent (for the large-argument branches,
+    which pass u = x - 1 and ul = 0 so that w = x)."""
+    w = u + _c(1)
+    extra = ((u - (w - _c(1))) + ul) / w
+    ef, f, hfsq, t = _log_core(w)
+    if twice is not None:
+        ef = ef + hl.select(twice, _c(1), _c(0))
+        extra = hl.select(twice, _c(0), extra)
+    return _ln_sum(ef, f, hfsq, t, extra)
+
+
+def _odd_result(x, r, small):
+    """r with the sign of x; x itself where ``small`` (|x| < 2**-28, where
+    these functions round to x) and where x is NaN."""
+    return hl.select(small | hl.is_nan(x), x, _with_sign(r, x))
+
+
+def arctanh(x):
+    """atanh|x| = log1p(u) / 2, u = 2|x| / (1 - |x|) as a double-double: 1 -
+    |x| by TwoSum and the quotient's remainder by Dekker's product (one
+    division, by 1 - |x|: two took 8.4 ms for 4M values, one 7.1), so that only
+    log1p's own error is left; +-inf at +-1, NaN beyond."""
+    ax = _abs(x)
+    d, dl = _two_sum(_c(1), -ax)
+    n = ax + ax
+    rd = _c(1) / d
+    q = n * rd  # need not be the rounded quotient: ql holds the rest
+    p, pe = _two_prod(q, d)
+    ql = (((n - p) - pe) - q * dl) * rd
+    r = _c(0.5) * _log1p_dd(q, ql)
+    r = hl.select(ax == _c(1), _c(float("inf")), hl.select(ax > _c(1), _c(float("nan")), r))
+    return _odd_result(x, r, ax < _c(2.0 ** -28))
+
+
+def arcsinh(x):
+    """asinh|x| = log1p(|x| + x*x / (1 + sqrt(1 + x*x))), the sum by TwoSum;
+    log(2|x|) beyond 2**28 (where the rest is below 2**-57 of it)."""
+    ax = _abs(x)
+    big = ax > _c(2.0 ** 28)
+    z = ax * ax
+    u, ul = _two_sum(ax, z / (_c(1) + hl.sqrt(_c(1) + z)))
+    u = hl.select(big, ax - _c(1), u)
+    r = _log1p_dd(u, hl.select(big, _c(0), ul), big)
+    return _odd_result(x, hl.select(hl.is_inf(x), ax, r), ax < _c(2.0 ** -28))
+
+
+def arccosh(x):
+    """acosh x = log1p(t + sqrt(2t + t*t)), t = x - 1 (exact up to 2), with
+    2t + t*t as a double-double (Dekker's t*t, TwoSum), its square root
+    corrected by the remainder of the root's square, and the sum with t by
+    TwoSum: one rounded sqrt left 2 ulp; log(2x) beyond 2**28; +0 at 1, NaN
+    below 1, inf at inf."""
+    big = x > _c(2.0 ** 28)
+    t = x - _c(1)
+    tt, tte = _two_prod(t, t)
+    ah, al = _two_sum(t + t, tt)
+    root = hl.sqrt(ah)
+    sq, sqe = _two_prod(root, root)
+    rootl = (((ah - sq) - sqe) + (al + tte)) / (root + root)
+    u, ul = _two_sum(t, root)
+    ul = ul + rootl
+    r = _log1p_dd(hl.select(big, t, u), hl.select(big, _c(0), ul), big)
+    r = hl.select(x < _c(1), _c(float("nan")), hl.select(x == _c(1), _c(0), r))
+    return hl.select(hl.is_nan(x) | (x == _c(float("inf"))), x, r)
+
+
+# -- inverse trigonometric functions ----------------------------------------------------
+# (t - atan t) / t**3 as a polynomial in z = t*t on |t| <= 7/16, degree 10,
+# and (asin x - x) / x**3 in z = x*x on |x| <= 1/2, degree 11: 7.7e-18 and
+# 1.7e-17 relative to t and x with these float64 coefficients (weighted
+# least squares in 50-digit arithmetic, iteratively reweighted to the
+# minimax).
+_ATAN_P = [0.3333333333333293, -0.1999999999987615, 0.14285714272479674, -0.11111110404571577,
+           0.09090887113587448, -0.0769187592492228, 0.06661070567494418,
+           -0.058335548447303945, 0.04976821092144984, -0.0365303687943466,
+           0.016284714760658354]
+_ASIN_R = [0.16666666666665383, 0.07500000000343053, 0.044642856823479064, 0.03038195933125436,
+           0.022371753526039737, 0.017359771033175358, 0.013884599426755238,
+           0.012173272061996941, 0.0065108873390821945, 0.019573808447208303,
+           -0.016293915485865614, 0.0319588551198812]
+# atan(c) for c = 1/2, 1, 3/2, inf as high and low parts
+_ATAN_HI = [0.0, 0.4636476090008061, 0.7853981633974483, 0.982793723247329, 1.5707963267948966]
+_ATAN_LO = [0.0, 2.2698777452961687e-17, 3.061616997868383e-17, 1.3903311031230998e-17,
+            6.123233995736766e-17]
+_PIO2 = (1.5707963267948966, 6.123233995736766e-17)
+_PI = (3.141592653589793, 1.2246467991473532e-16)
+
+
+def _atan_pos(ax):
+    """atan of a non-negative float64 (NaN through): |x| in [0, 7/16) as it
+    is, else t = (x - c) / (1 + c x) for c = 1/2, 1 or 3/2, or -1/x beyond
+    39/16 (fdlibm's ranges), so |t| <= 7/16; atan(c)'s low part and t are
+    summed before its high part, one division in all."""
+    i = hl.select(ax < _c(7 / 16), 0, hl.select(ax < _c(11 / 16), 1, hl.select(
+        ax < _c(19 / 16), 2, hl.select(ax < _c(39 / 16), 3, 4))))
+    num = hl.mux(i, [ax, (ax + ax) - _c(1), ax - _c(1), ax - _c(1.5), _c(-1)])
+    den = hl.mux(i, [_c(1), ax + _c(2), ax + _c(1), _c(1) + _c(1.5) * ax, ax])
+    t = num / den
+    z = t * t
+    tail = t * z * _poly(z, _ATAN_P)
+    return hl.mux(i, [_c(v) for v in _ATAN_HI]) + ((hl.mux(i, [_c(v) for v in _ATAN_LO]) - tail) + t)
+
+
+def arctan(x):
+    return hl.select(hl.is_nan(x), x, _with_sign(_atan_pos(_abs(x)), x))
+
+
+def _asin_small(v, z):
+    """asin(v) - v for |v| <= 1/2, z = v*v."""
+    return v * z * _poly(z, _ASIN_R)
+
+
+def _asin_half(ax):
+    """(s, w) with asin(sqrt((1 - ax) / 2)) = s + w for ax in [1/2, 1]: z =
+    (1 - ax) / 2 is exact, s = sqrt(z) rounded and its remainder (z - s*s,
+    exact by Dekker) / 2s goes into the small part w."""
+    z = (_c(1) - ax) * _c(0.5)
+    s = hl.sqrt(z)
+    sq, sqe = _two_prod(s, s)
+    sl = hl.select(z == _c(0), _c(0), ((z - sq) - sqe) / (s + s))  # |x| = 1: 0 / 0
+    return s, _asin_small(s, z) + sl
+
+
+def arcsin(x):
+    """|x| <= 1/2: x + x**3 R(x*x); above, pi/2 - 2 asin(sqrt((1 - |x|) /
+    2)) with the root split as fdlibm does, s = df + c with df its high 21
+    bits, so that pi/4 - 2 df is exact: pi/4 - ((2 small + 2c - pi/2's low
+    part) - (pi/4 - 2 df)) rounds twice, the first time below the result's
+    binade (subtracting 2s from pi/2 directly was 2 ulp off). NaN beyond
+    +-1."""
+    ax = _abs(x)
+    z = (_c(1) - ax) * _c(0.5)
+    s = hl.sqrt(z)
+    df = hl.reinterpret(F64, hl.reinterpret(U64, s) & hl.u64(~((1 << 32) - 1) & (2 ** 64 - 1)))
+    c = (z - df * df) / (s + df)  # df * df and the difference exact; 0 / 0 at |x| = 1
+    c = hl.select(z == _c(0), _c(0), c)
+    small = _asin_small(s, z)
+    pio4 = _c(_PIO2[0] / 2)
+    big = pio4 - (((small + small) - (_c(_PIO2[1]) - (c + c))) - (pio4 - (df + df)))
+    r = hl.select(ax <= _c(0.5), ax + _asin_small(ax, ax * ax), big)
+    r = hl.select(ax > _c(1), _c(float("nan")), _with_sign(r, x))
+    return hl.select(hl.is_nan(x), x, r)
+
+
+def arccos(x):
+    """|x| <= 1/2: pi/2 - asin x; x > 1/2: 2 asin(sqrt((1 - x) / 2)); x <
+    -1/2: pi - 2 asin(sqrt((1 + x) / 2)); the constants' low parts joined
+    with the small terms first. NaN beyond +-1."""
+    ax = _abs(x)
+    s, w = _asin_half(ax)
+    mid = _c(_PIO2[0]) - (x + (_asin_small(x, x * x) - _c(_PIO2[1])))
+    pos = (s + s) + (w + w)
+    neg = (_c(_PI[0]) - (s + s)) - ((w + w) - _c(_PI[1]))
+    r = hl.select(ax <= _c(0.5), mid, hl.select(x > _c(0), pos, neg))
+    r = hl.select(ax > _c(1), _c(float("nan")), r)
+    return hl.select(hl.is_nan(x), x, r)
+
+
 # -- power: exp(y log x) through double-doubles ------------------------------------------
 # y log x must be right to about 2**-64 relative where it reaches +-745 (an
 # absolute error d there is a relative error d of the result), so log x is
@@ -329,4 +492,5 @@ def _strict(fn):
 # compiled without it.
 BINARY = {"power": power}
 UNARY = {fn.__name__: _strict(fn) for fn in (exp, expm1, tanh, sinh, cosh, log, log2, log10,
-                                                log1p)}
+                                                log1p, arctanh, arcsinh, arccosh, arctan, arcsin,
+                                                arccos)}

@@ -851,8 +851,8 @@ for _name, _fn in (("sinh", _sinh), ("cosh", _cosh), ("expm1", _expm1_32)):
     UNARY[_name] = _vectorized(hl.Float(32), _fn, UNARY[_name])
 
 
-# float64 exp and log families and power (halide_math64), where Halide calls
-# libm per element
+# float64 exp and log families, inverse trigonometric and hyperbolic
+# functions and power (halide_math64), where Halide calls libm per element
 for _name, _fn in M64.UNARY.items():
     UNARY[_name] = _vectorized(hl.Float(64), _fn, UNARY[_name])
 for _name, _fn in M64.BINARY.items():

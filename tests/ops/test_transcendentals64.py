@@ -1,12 +1,14 @@
-"""float64 exp and log families compiled at opt_level 3
+"""float64 exp and log families and the inverse trigonometric and
+hyperbolic functions compiled at opt_level 3
 (halojit/generators/halide_math64.py) against numpy and against 80-bit long
 double references, in float64 ulps: special values (NaN, +-inf, +-0.0,
 subnormal inputs and results, the overflow and underflow edges, the
 reduction's breakpoints) and random magnitudes from 1e-320 to 1e308.
 
 Bounds: 3 ulp of numpy's result and 2 ulp of the long double one, 3 for
-tanh (measured maxima: exp, cosh, log, log2, log10 and log1p 1 ulp; expm1
-and sinh 2; tanh 3 from numpy and 3 from long double, at
+tanh (measured maxima: exp, cosh, log, log2, log10, log1p and the six
+inverse functions 1 ulp; expm1 and sinh 2; tanh 3 from numpy and 3 from
+long double, at
 -0.20577383282021633 alone among 2M inputs in [-1, 1]); exact where numpy's value is exact
 (exp(0), log(1), log2 of powers of two, log10 of powers of ten), NaN where
 numpy gives NaN and the sign of every zero as numpy's.
@@ -23,7 +25,8 @@ import halojit
 
 pytestmark = pytest.mark.level3
 
-NAMES = ["exp", "expm1", "tanh", "sinh", "cosh", "log", "log2", "log10", "log1p"]
+NAMES = ["exp", "expm1", "tanh", "sinh", "cosh", "log", "log2", "log10", "log1p",
+         "arctan", "arcsin", "arccos", "arctanh", "arcsinh", "arccosh"]
 MAX_ULP_NUMPY = 3
 MAX_ULP_EXACT = 2
 LONG_DOUBLE = np.finfo(np.longdouble).nmant >= 63  # x87 extended (x86-64 Linux)
@@ -42,10 +45,15 @@ SPECIAL = np.array([
 def _inputs(seed):
     rng = np.random.default_rng(seed)
     mags = 10.0 ** rng.uniform(-320, 308, 30000) * rng.choice([-1.0, 1.0], 30000)
+    # and the inverse functions' domains and breakpoints: +-1 and their
+    # neighbours, arcsin's 1/2, arctan's 7/16 ... 39/16, 2**28
+    edges = np.array([0.5, 7 / 16, 11 / 16, 19 / 16, 39 / 16, 2.0 ** 28, 2.0 ** -28, 1.0])
+    near = np.concatenate([edges, np.nextafter(edges, 0), np.nextafter(edges, 2 * edges),
+                           1 - 10.0 ** -np.arange(1, 17), 1 + 10.0 ** -np.arange(1, 16)])
     return np.concatenate([SPECIAL, mags, rng.uniform(-800, 800, 20000),
                            rng.uniform(-746, -700, 5000), rng.uniform(-3, 3, 20000),
                            rng.uniform(-1e-3, 1e-3, 5000), rng.uniform(0.5, 2.0, 20000),
-                           rng.uniform(-1, 0, 5000)])
+                           rng.uniform(-1, 0, 5000), rng.uniform(-1, 1, 20000), near, -near])
 
 
 def ulp_distance64(got, want):
@@ -102,6 +110,16 @@ def test_exact_values_stay_exact():
     one = np.array([0.0, 1.0])
     np.testing.assert_array_equal(halojit.trace(lambda a: np.exp(a[:1]))(one), [1.0])
     np.testing.assert_array_equal(halojit.trace(lambda a: np.log(a[1:]))(one), [0.0])
+    # the inverse functions at their exact points, as numpy's libm gives them
+    pts = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, 2.0 ** 30, -2.0 ** -30])
+    for fn in (np.arctan, np.arcsin, np.arccos, np.arctanh, np.arcsinh, np.arccosh):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = fn(pts)
+        got = halojit.trace(lambda a: fn(a))(pts)
+        np.testing.assert_array_equal(got, want)
+        num = ~np.isnan(want)  # a NaN's sign is the platform's
+        assert np.array_equal(np.signbit(got[num]), np.signbit(want[num])), fn.__name__
 
 
 def test_fused_with_other_float64_ops_and_views():
