@@ -10,7 +10,7 @@ vectors, every step an IEEE operation (strict_float, no FMA), with numpy's
 NaN, inf, -0.0 and subnormal behaviour. Accuracy against numpy and against
 80-bit long double references is in tests/ops/test_transcendentals64.py;
 power goes through double-double logarithms (see ``power``). Not here
-(still libm, numpy's results exactly): sin, cos, tan and arctan2.
+(still libm, numpy's results exactly): sin, cos and tan.
 """
 
 from __future__ import annotations
@@ -317,23 +317,69 @@ _PIO2 = (1.5707963267948966, 6.123233995736766e-17)
 _PI = (3.141592653589793, 1.2246467991473532e-16)
 
 
-def _atan_pos(ax):
-    """atan of a non-negative float64 (NaN through): |x| in [0, 7/16) as it
-    is, else t = (x - c) / (1 + c x) for c = 1/2, 1 or 3/2, or -1/x beyond
-    39/16 (fdlibm's ranges), so |t| <= 7/16; atan(c)'s low part and t are
-    summed before its high part, one division in all."""
+def _atan_parts(ax):
+    """(i, rest) with atan(ax) = _ATAN_HI[i] + (_ATAN_LO[i] + rest), for a
+    non-negative float64 (NaN through): |x| in [0, 7/16) as it is, else
+    t = (x - c) / (1 + c x) for c = 1/2, 1 or 3/2, or -1/x beyond 39/16
+    (fdlibm's ranges), so |t| <= 7/16 and rest = t - t**3 P(t*t); one
+    division in all."""
     i = hl.select(ax < _c(7 / 16), 0, hl.select(ax < _c(11 / 16), 1, hl.select(
         ax < _c(19 / 16), 2, hl.select(ax < _c(39 / 16), 3, 4))))
     num = hl.mux(i, [ax, (ax + ax) - _c(1), ax - _c(1), ax - _c(1.5), _c(-1)])
     den = hl.mux(i, [_c(1), ax + _c(2), ax + _c(1), _c(1) + _c(1.5) * ax, ax])
     t = num / den
     z = t * t
-    tail = t * z * _poly(z, _ATAN_P)
-    return hl.mux(i, [_c(v) for v in _ATAN_HI]) + ((hl.mux(i, [_c(v) for v in _ATAN_LO]) - tail) + t)
+    return i, t - t * z * _poly(z, _ATAN_P)
+
+
+def _atan_pos(ax):
+    """atan of a non-negative float64: atan(c)'s low part and the rest are
+    summed before its high part."""
+    i, rest = _atan_parts(ax)
+    return hl.mux(i, [_c(v) for v in _ATAN_HI]) + (hl.mux(i, [_c(v) for v in _ATAN_LO]) + rest)
 
 
 def arctan(x):
     return hl.select(hl.is_nan(x), x, _with_sign(_atan_pos(_abs(x)), x))
+
+
+# atan(c) for c = 0, 1/2, 1, then pi/2 - atan(c), pi - atan(c) and pi/2 +
+# atan(c), as high and low parts: arctan2's four cases of one atan(t) for t
+# = min(|x|, |y|) / max(|x|, |y|) in [0, 1]
+_ATAN2_HI = [0.0, 0.4636476090008061, 0.7853981633974483, 1.5707963267948966,
+             1.1071487177940904, 0.7853981633974483, 3.141592653589793, 2.677945044588987,
+             2.356194490192345, 1.5707963267948966, 2.0344439357957027, 2.356194490192345]
+_ATAN2_LO = [0.0, 2.2698777452961687e-17, 3.061616997868383e-17, 6.123233995736766e-17,
+             9.40447137356638e-17, 3.061616997868383e-17, 1.2246467991473532e-16,
+             1.5527705369303147e-16, 9.184850993605148e-17, 6.123233995736766e-17,
+             2.841996617907152e-17, 9.184850993605148e-17]
+
+
+def arctan2(y, x):
+    """C99 atan2: t = min(|x|, |y|) / max(|x|, |y|) with the quotient's
+    remainder (Dekker's product, where no operand is near the range's ends)
+    entering as remainder / (max (1 + t*t)); atan(t) = atan(c) + rest
+    (_atan_parts, c <= 1); pi/2 - it where |y| > |x|, pi - it where x is
+    negative (its sign bit), both folded into one constant per case; the
+    constant's high part and the rest summed by TwoSum (adding its low part
+    to the rest first rounded twice: atan2(3, -1) came out 1 ulp off).
+    Zeros, infinities and NaN as C99 and numpy."""
+    ax, ay = _abs(x), _abs(y)
+    big, small = hl.max(ax, ay), hl.min(ax, ay)
+    both_inf = hl.is_inf(ax) & hl.is_inf(ay)
+    t = hl.select(both_inf, _c(1), hl.select(big == _c(0), _c(0), small / big))
+    p, pe = _two_prod(t, big)
+    normal = (big < _c(2.0 ** 960)) & (small > _c(2.0 ** -960))
+    corr = hl.select(normal & ~both_inf, ((small - p) - pe) / (big + small * t), _c(0))
+    i, rest = _atan_parts(t)  # i in 0..2 for t <= 1
+    swap, neg = ay > ax, _signbit(x)
+    k = i + hl.select(swap, 3, 0) + hl.select(neg, 6, 0)
+    sgn = swap != neg  # pi/2 - atan and pi - atan subtract it
+    rest = hl.select(sgn, -(rest + corr), rest + corr)
+    hi, err = _two_sum(hl.mux(k, [_c(v) for v in _ATAN2_HI]), rest)
+    r = hi + (err + hl.mux(k, [_c(v) for v in _ATAN2_LO]))
+    r = _flip(_signbit(y), r)
+    return hl.select(hl.is_nan(x) | hl.is_nan(y), _c(float("nan")), r)
 
 
 def _asin_small(v, z):
@@ -479,8 +525,8 @@ def _strict(fn):
     """fn under strict_float even in fast-math kernels (HALOJIT_FAST_MATH=1):
     reassociation would fold the rounding steps (x + _MAGIC) - _MAGIC and
     the Cody-Waite reduction."""
-    def wrapped(x):
-        return hl.strict_float(fn(x))
+    def wrapped(*args):
+        return hl.strict_float(fn(*args))
     wrapped.__name__ = fn.__name__
     return wrapped
 
@@ -490,7 +536,7 @@ def _strict(fn):
 # finished compiling wrapped (unwrapped: 0.05 s). It relies on the kernel's
 # strict_float target instead; lowering.py calls libm's pow in kernels
 # compiled without it.
-BINARY = {"power": power}
+BINARY = {"power": power, "arctan2": _strict(arctan2)}
 UNARY = {fn.__name__: _strict(fn) for fn in (exp, expm1, tanh, sinh, cosh, log, log2, log10,
                                                 log1p, arctanh, arcsinh, arccosh, arctan, arcsin,
                                                 arccos)}
