@@ -18,6 +18,7 @@ from ..errors import UnsupportedError
 from ..graph.ir import Graph, Node
 from ..graph.ops import ELEMENTWISE, REGISTRY, frontier, inlines
 from . import halide_math as M
+from . import halide_math64 as M64
 from . import halide_ops as H
 from .chunks import (CHUNKS, GPU_CHUNKS, GPU_LANES, GPU_ROW_LANES, LANES,  # noqa: F401
                      LAST_CHUNK_VECTORS, LAST_CHUNKS, SPLIT_MIN, chunking)
@@ -123,7 +124,7 @@ class Lowerer:
                  col_chunks: int | None = None, lanes: int = LANES, gpu: bool = False,
                  guard_inputs: bool = False, fast_trig: bool = False):
         self.graph = graph
-        # float32 sin, cos and tan evaluate halide_math.FAST_TRIG where every
+        # sin, cos and tan evaluate halide_math(64).FAST_TRIG where every
         # argument of the group is at most TRIG_FAST_MAX in magnitude, as
         # checked by a pass over the arguments (trig_ok); the schedule
         # specializes the outputs on that check (lower_group)
@@ -284,19 +285,25 @@ class Lowerer:
     def trig_ok(self, arg: Node, lazy: Lazy) -> hl.Expr:
         """The condition that every value of ``arg`` (a float32 Lazy, or
         float16 computed in float32) is at most M.TRIG_FAST_MAX in magnitude
-        (NaN and inf are not): a uint8 ``part`` per lane and task, the max of
+        (a float64 one M64.TRIG_FAST_MAX; NaN and inf are not): a uint8
+        ``part`` per lane and task, the max of
         the flags |v| > TRIG_FAST_MAX over its share of ``arg`` (tasks split
         the first axis, or the only one; lanes the last, read through a
         clamp that repeats its last element), and their max ``flag``. One
         check per distinct argument (np.sin(t) and np.cos(t) share one)."""
         if arg in self.trig_checks:
             return self.trig_checks[arg]
-        f32 = hl.f32
         shape = lazy.shape
 
         def bad(idx):
+            # |v|'s bits against the bound's: NaN and inf are above it, also
+            # where Halide treats a float compare as if NaN never occurred
             v = H.opaque(M._abs(lazy.at(idx)))
-            return hl.select(v <= f32(M.TRIG_FAST_MAX), hl.u8(0), hl.u8(1))
+            wide = v.type() == hl.Float(64)
+            bits = hl.reinterpret(hl.UInt(64 if wide else 32), v)
+            top = (int(np.float64(M64.TRIG_FAST_MAX).view(np.uint64)) if wide
+                   else int(np.float32(M.TRIG_FAST_MAX).view(np.uint32)))
+            return hl.select(bits <= hl.cast(bits.type(), top), hl.u8(0), hl.u8(1))
 
         flag = hl.Func(self.fresh("trigflag"))
         if not shape:
@@ -389,8 +396,9 @@ def _guard_all(idx, shape):
 def lower_elementwise(node: Node, operands, fast_math: bool = False,
                       strict: bool = True, trig_ok=None) -> Lazy:
     """``strict``: the kernel compiles with strict_float (float64 power needs
-    it). ``trig_ok`` (sin, cos and tan only, see Lowerer.trig_ok): the float32
-    argument check under which M.FAST_TRIG's version is exact enough."""
+    it). ``trig_ok`` (sin, cos and tan only, see Lowerer.trig_ok): the
+    argument check under which M.FAST_TRIG's (M64's for float64) version is
+    exact enough."""
     shape, out_dt = node.shape, node.dtype
     if node.op == "astype":
         (a,) = operands
@@ -413,7 +421,7 @@ def lower_elementwise(node: Node, operands, fast_math: bool = False,
     if node.op == "power" and out_dt == np.float64 and not strict:
         fn = hl.pow  # halide_math64.power needs a strict_float kernel
     if trig_ok is not None:
-        exact, fast = fn, M.FAST_TRIG[node.op]
+        exact, fast = fn, (M64 if out_dt == np.float64 else M).FAST_TRIG[node.op]
         fn = lambda a: hl.select(trig_ok, fast(H.opaque(a)), exact(a))  # noqa: E731
     if node.op == "subtract" and out_dt.kind == "f" and node.inputs[0] is node.inputs[1]:
         # y - y is +0, or NaN where y is inf or NaN. Halide's analysis of an
@@ -1392,12 +1400,12 @@ def partial_lanes(target) -> int:
 
 
 def _fast_trig_op(node: Node) -> bool:
-    """A sin, cos or tan computed in float32 (float32 or float16)."""
-    return node.op in M.FAST_TRIG and node.dtype in (np.float16, np.float32)
+    """A sin, cos or tan of a float type (float16 computes in float32)."""
+    return node.op in M.FAST_TRIG and node.dtype in (np.float16, np.float32, np.float64)
 
 
 def _fast_trig(graph: Graph, spec, gpu: bool, fast_math: bool) -> bool:
-    """Whether float32 (and float16) sin, cos and tan take the checked fast path
+    """Whether sin, cos and tan take the checked fast path
     (Lowerer.trig_ok): on CPU targets, in groups the Elementwise template
     schedules (every value inlines into the one output, which it
     specializes on the check), outside fast-math mode (which has its own)."""

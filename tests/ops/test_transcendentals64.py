@@ -148,6 +148,50 @@ def test_float32_and_float16_keep_their_own_paths():
                                    rtol=2e-3 if dt == np.float16 else 1e-6)
 
 
+@pytest.mark.parametrize("name", ["sin", "cos", "tan"])
+def test_fast_trig_within_1_ulp_of_long_double(name):
+    """halide_math64.FAST_TRIG: every argument within TRIG_FAST_MAX (2**20),
+    so the kernel takes the checked path; random magnitudes, the float64
+    nearest to multiples of pi/2 (zeros and poles, where the reduction's
+    precision shows: 2**-130 absolute) and their neighbours."""
+    from halojit.generators import halide_math64
+    rng = np.random.default_rng(sum(map(ord, name)))
+    k = np.arange(1, 600000, 7) * (np.pi / 2)
+    x = np.concatenate([rng.uniform(-4, 4, 20000), rng.uniform(-2.0 ** 20, 2.0 ** 20, 20000),
+                        10.0 ** rng.uniform(-300, 6, 20000), k, np.nextafter(k, 0), -k,
+                        [0.0, -0.0, 5e-324, 413441.44719405076, 2.0 ** 20, -(2.0 ** 20)]])
+    assert np.abs(x).max() <= halide_math64.TRIG_FAST_MAX  # else the whole call takes libm
+    fn = getattr(np, name)
+    got = halojit.trace(lambda a: fn(a))(x)
+    want = fn(x)
+    d = ulp_distance64(got, want)
+    assert d.max() <= 1, _worst(d, x, got, want, name, "numpy")
+    zeros = want == 0
+    assert np.array_equal(np.signbit(got[zeros]), np.signbit(want[zeros]))
+    if LONG_DOUBLE:
+        exact = fn(x.astype(np.longdouble)).astype(np.float64)
+        d = ulp_distance64(got, exact)
+        assert d.max() <= 1, _worst(d, x, got, exact, name, "long double")
+
+
+def test_fast_trig_falls_back_for_large_arguments():
+    """One argument past 2**20 sends the call to libm (within an ulp of
+    numpy's loops, which are not libm's) for every element: 1e300 needs its
+    exact reduction. inf and NaN give NaN on either path."""
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-100, 100, (37, 53))
+    f = halojit.trace(lambda a: (np.sin(a), np.tan(a)))
+    for bad in (1e300, 2.0 ** 20 + 1, -1e10, np.inf, np.nan):
+        for pos in (0, x.size - 1, 17):
+            y = x.copy()
+            y.flat[pos] = bad
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                want = (np.sin(y), np.tan(y))
+            for g, w in zip(f(y), want):
+                assert ulp_distance64(g, w).max() <= 1, (bad, pos)
+
+
 def test_arctan2_within_ulps_of_numpy_and_long_double():
     """halide_math64.arctan2: every pair of special values (signed zeros,
     infinities, NaN, subnormals, the largest), random magnitudes over the
