@@ -626,4 +626,5 @@ BINARY = {"power": power, "arctan2": _strict(arctan2)}
 UNARY = {fn.__name__: _strict(fn) for fn in (exp, expm1, tanh, sinh, cosh, log, log2, log10,
                                                 log1p, arctanh, arcsinh, arccosh, arctan, arcsin,
                                                 arccos)}
-FAST_TRIG = {fn.__name__[:3]: _strict(fn) for fn in (sin_fast, cos_fast, tan_fast)}
+# unwrapped, as halide_math.FAST_TRIG and power: strict_float kernels only
+FAST_TRIG = {fn.__name__[:3]: fn for fn in (sin_fast, cos_fast, tan_fast)}

@@ -344,7 +344,7 @@ class Lowerer:
             return lower_int_power(self, node, operands)
         if opdef.trait == ELEMENTWISE:
             trig_ok = None
-            if self.fast_trig and _fast_trig_op(node):
+            if self.fast_trig and self.strict_kernel and _fast_trig_op(node):
                 trig_ok = self.trig_ok(node.inputs[0], operands[0])
             return lower_elementwise(node, operands, self.fast_math, self.strict_kernel, trig_ok)
         fn = LOWER.get(node.op)
