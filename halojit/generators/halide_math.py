@@ -79,6 +79,15 @@ def _abs(v):
     return hl.reinterpret(t, hl.reinterpret(u, v) & mask)
 
 
+def _clear_low_bits(v, n: int):
+    """Float v with the low n bits of its significand cleared: a high part
+    whose products with other short parts are exact."""
+    t = v.type()
+    const = hl.u64 if t.bits() == 64 else hl.u32
+    mask = const(~((1 << n) - 1) & ((1 << t.bits()) - 1))
+    return hl.reinterpret(t, hl.reinterpret(mask.type(), v) & mask)
+
+
 def _signbit(a):
     t = a.type()
     u = hl.UInt(t.bits())
@@ -220,8 +229,7 @@ def _log32_base(a, inv, two):
     combined in float64 ran log2 at 0.6x numpy's loop (conversions to and
     from half-width float64 vectors)."""
     ef, f, hfsq, t = _log32_core(a)
-    u32 = hl.UInt(32)
-    hi = hl.reinterpret(F32, hl.reinterpret(u32, f - hfsq) & hl.u32(0xFFFFF000))
+    hi = _clear_low_bits(f - hfsq, 12)
     return hl.strict_float(_log_specials(a, log_base_sum(ef, f, hfsq, t, hi, inv, two, hl.f32)))
 
 
@@ -280,7 +288,7 @@ _CBRT32 = (1.1447923183441162, 0.25416383147239685, -0.058997344225645065, 0.023
 def _top12(v):
     """float32 v rounded to 12 significant bits (products of two are exact)."""
     u32 = hl.UInt(32)
-    return hl.reinterpret(F32, (hl.reinterpret(u32, v) + hl.u32(0x800)) & hl.u32(0xFFFFF000))
+    return _clear_low_bits(hl.reinterpret(F32, hl.reinterpret(u32, v) + hl.u32(0x800)), 12)
 
 
 def cbrt(a):
@@ -304,7 +312,7 @@ def cbrt(a):
     y0 = _top12(_poly32(m - f32(1.5), _CBRT32)
                 * hl.mux(j, [f32(1), f32(2 ** (1 / 3)), f32(4 ** (1 / 3))]))
     y2 = y0 * y0  # exact
-    y2h = hl.reinterpret(F32, hl.reinterpret(u32, y2) & hl.u32(0xFFFFF000))
+    y2h = _clear_low_bits(y2, 12)
     p = y2 * y0
     err = (y2h * y0 - p) + (y2 - y2h) * y0  # y0**3 - p, exactly
     resid = (p - t) + err  # p - t exact (Sterbenz)
@@ -399,13 +407,12 @@ def _asin_parts(a):
     s = df + c to twice float32's precision. NaN for |a| > 1 and inf (the
     sqrt of a negative), and for NaN."""
     f32 = hl.f32
-    u32 = hl.UInt(32)
     ax = _abs(a)
     hi = ax > f32(0.5)
     w = hl.select(hi, f32(0.5) * (f32(1) - ax), ax * ax)
     s = hl.select(hi, hl.sqrt(w), ax)
     r = w * _poly32(w, _ASIN32_P)
-    df = hl.reinterpret(F32, hl.reinterpret(u32, s) & hl.u32(0xFFFFF000))
+    df = _clear_low_bits(s, 12)
     c = hl.select(s == f32(0), f32(0), (w - df * df) / (s + df))  # 0/0 at |a| = 1
     return ax, hi, w, s, r, df, c
 

@@ -22,7 +22,8 @@ from fractions import Fraction
 
 import halide as hl
 
-from .halide_math import _abs, _c, _flip, _log_specials, _poly, _signbit, log_base_sum
+from .halide_math import (_abs, _c, _clear_low_bits, _flip, _log_specials, _poly, _signbit,
+                          log_base_sum)
 
 F64 = hl.Float(64)
 I64, U64 = hl.Int(64), hl.UInt(64)
@@ -206,7 +207,7 @@ def _log_base(x, inv, two):
     rounds. log10 of a power of ten and log2 of a power of two come out
     exact, as numpy's libm gives them."""
     ef, f, hfsq, t = _log_core(x)
-    hi = hl.reinterpret(F64, hl.reinterpret(U64, f - hfsq) & hl.u64(~((1 << 32) - 1) & (2 ** 64 - 1)))
+    hi = _clear_low_bits(f - hfsq, 32)
     return _log_specials(x, log_base_sum(ef, f, hfsq, t, hi, inv, two, _c))
 
 
@@ -389,12 +390,18 @@ def _asin_small(v, z):
     return v * z * _poly(z, _ASIN_R)
 
 
-def _asin_half(ax):
-    """(s, w) with asin(sqrt((1 - ax) / 2)) = s + w for ax in [1/2, 1]: z =
-    (1 - ax) / 2 is exact, s = sqrt(z) rounded and its remainder (z - s*s,
-    exact by Dekker) / 2s goes into the small part w."""
+def _half_root(ax):
+    """(z, s): z = (1 - ax) / 2, exact for ax in [1/2, 1], and s = sqrt(z)
+    rounded."""
     z = (_c(1) - ax) * _c(0.5)
-    s = hl.sqrt(z)
+    return z, hl.sqrt(z)
+
+
+def _asin_half(ax):
+    """(s, w) with asin(sqrt((1 - ax) / 2)) = s + w for ax in [1/2, 1]
+    (_half_root): s's remainder (z - s*s, exact by Dekker) / 2s goes into
+    the small part w."""
+    z, s = _half_root(ax)
     sq, sqe = _two_prod(s, s)
     sl = hl.select(z == _c(0), _c(0), ((z - sq) - sqe) / (s + s))  # |x| = 1: 0 / 0
     return s, _asin_small(s, z) + sl
@@ -408,9 +415,8 @@ def arcsin(x):
     binade (subtracting 2s from pi/2 directly was 2 ulp off). NaN beyond
     +-1."""
     ax = _abs(x)
-    z = (_c(1) - ax) * _c(0.5)
-    s = hl.sqrt(z)
-    df = hl.reinterpret(F64, hl.reinterpret(U64, s) & hl.u64(~((1 << 32) - 1) & (2 ** 64 - 1)))
+    z, s = _half_root(ax)
+    df = _clear_low_bits(s, 32)
     c = (z - df * df) / (s + df)  # df * df and the difference exact; 0 / 0 at |x| = 1
     c = hl.select(z == _c(0), _c(0), c)
     small = _asin_small(s, z)
@@ -473,8 +479,7 @@ def _sin_cos_parts(x):
     rl = (t - rh) - w2
     rh, e = _two_sum(rh, -(q * _c(_PIO2_3)))
     rl = (rl + e) - q * _c(_PIO2_4)
-    r = rh + rl
-    rl = rl - (r - rh)
+    r, rl = _two_sum_fast(rh, rl)
     z = r * r
     s_lo = r * z * _poly(z, _SIN_S) + rl * (_c(1) - _c(0.5) * z)
     hz = _c(0.5) * z
@@ -513,12 +518,6 @@ def tan_fast(x):
     return _flip(_signbit(x) != odd, v)
 
 
-def _two_sum_fast(a, b):
-    """(s, err) with s + err = a + b exactly, for |a| >= |b| (Fast2Sum)."""
-    s = a + b
-    return s, b - (s - a)
-
-
 # -- power: exp(y log x) through double-doubles ------------------------------------------
 # y log x must be right to about 2**-64 relative where it reaches +-745 (an
 # absolute error d there is a relative error d of the result), so log x is
@@ -538,6 +537,12 @@ def _two_sum(a, b):
     s = a + b
     bb = s - a
     return s, (a - (s - bb)) + (b - bb)
+
+
+def _two_sum_fast(a, b):
+    """(s, err) with s + err = a + b exactly, for |a| >= |b| (Fast2Sum)."""
+    s = a + b
+    return s, b - (s - a)
 
 
 def _split(a):

@@ -344,7 +344,7 @@ class Lowerer:
             return lower_int_power(self, node, operands)
         if opdef.trait == ELEMENTWISE:
             trig_ok = None
-            if self.fast_trig and self.strict_kernel and _fast_trig_op(node):
+            if self.fast_trig and _fast_trig_op(node):
                 trig_ok = self.trig_ok(node.inputs[0], operands[0])
             return lower_elementwise(node, operands, self.fast_math, self.strict_kernel, trig_ok)
         fn = LOWER.get(node.op)
@@ -1408,8 +1408,9 @@ def _fast_trig(graph: Graph, spec, gpu: bool, fast_math: bool) -> bool:
     """Whether sin, cos and tan take the checked fast path
     (Lowerer.trig_ok): on CPU targets, in groups the Elementwise template
     schedules (every value inlines into the one output, which it
-    specializes on the check), outside fast-math mode (which has its own)."""
-    if gpu or fast_math or spec is None:
+    specializes on the check), in strict_float kernels only (FAST_TRIG is
+    not wrapped in it) and outside fast-math mode (which has its own)."""
+    if gpu or fast_math or spec is None or not get_config().strict_float:
         return False
     if not any(_fast_trig_op(n) for n in graph.nodes):
         return False
