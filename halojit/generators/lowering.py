@@ -122,8 +122,14 @@ class Lowerer:
     def __init__(self, graph: Graph, name: str, matmul_block: int | None = None,
                  strict_wrap: bool = False, fast_math: bool = False,
                  col_chunks: int | None = None, lanes: int = LANES, gpu: bool = False,
-                 guard_inputs: bool = False, fast_trig: bool = False):
+                 guard_inputs: bool = False, fast_trig: bool = False, pieces: bool = False):
         self.graph = graph
+        # the Concat template schedules this group: its one output (a
+        # concatenation or pad along the last axis) is defined piece by
+        # piece (concat_pieces), an update per piece over an RDom of its
+        # extent; piece_rdoms holds them in order, as (RDom, extent)
+        self.pieces = pieces
+        self.piece_rdoms: list[tuple[hl.RDom, int]] = []
         # sin, cos and tan evaluate halide_math(64).FAST_TRIG where every
         # argument of the group is at most TRIG_FAST_MAX in magnitude, as
         # checked by a pass over the arguments (trig_ok); the schedule
@@ -267,6 +273,10 @@ class Lowerer:
         for k, node in enumerate(self.graph.outputs):
             f = hl.Func(f"{self.name}_out{k}")
             vs = self.vars(node.aval.ndim)
+            if self.pieces:
+                self._define_pieces(f, node, vs)
+                outputs.append(f)
+                continue
             e = self.strict(H.to_storage(self.env[node].at(vs), node.dtype))
             if vs:
                 f[tuple(reversed(vs))] = e
@@ -274,6 +284,18 @@ class Lowerer:
                 f[()] = e
             outputs.append(f)
         return hl.Pipeline(outputs), self.params, outputs
+
+    def _define_pieces(self, f: hl.Func, node: Node, vs) -> None:
+        """``f`` as an undefined pure definition and one update per piece of
+        ``node`` (concat_pieces), each writing its own columns."""
+        f[tuple(reversed(vs))] = hl.undef(H.storage_type(node.dtype))
+        outer = vs[:-1]
+        for start, extent, value in concat_pieces(self, node):
+            rdom = hl.RDom([(0, extent)], self.fresh("piece"))
+            r = hl.Expr(rdom.x)
+            e = self.strict(H.to_storage(value(list(outer), r), node.dtype))
+            f[tuple(reversed(outer + [r + start]))] = e
+            self.piece_rdoms.append((rdom, extent))
 
     def _constant(self, node: Node) -> Lazy:
         value = node.params["value"].value
@@ -1159,22 +1181,54 @@ def _pad_source(i, n, lo, mode):
     return hl.select(k >= n, period - 1 - k, k)
 
 
+def _pad_at(node, x, idx, last_src=None):
+    """The padded value at ``idx``; ``last_src``: the source index along the
+    last axis where it is known to lie inside the input (the middle piece
+    of concat_pieces), which then takes no clamp or select there."""
+    widths, mode = node.params["pad_width"], node.params["mode"]
+    src = [_pad_index(e, n, lo, mode) for e, n, (lo, _) in zip(idx, x.shape, widths)]
+    free = zip(idx, x.shape, widths)
+    if last_src is not None:
+        src[-1] = last_src
+        free = list(free)[:-1]
+    v = x.at(src)
+    if mode != "constant":
+        return v
+    inside = None
+    for e, n, (lo, _) in free:
+        c = (e >= lo) & (e < lo + n)
+        inside = c if inside is None else inside & c
+    return v if inside is None else hl.select(inside, v, H.literal(node.params["value"], node.dtype))
+
+
 def lower_pad(lw, node, operands):
     (x,) = operands
-    widths, mode = node.params["pad_width"], node.params["mode"]
-    fill = H.literal(node.params["value"], node.dtype) if mode == "constant" else None
+    return Lazy(node.shape, node.dtype, lambda idx: _pad_at(node, x, idx))
 
-    def at(idx):
-        src = [_pad_index(e, n, lo, mode) for e, n, (lo, _) in zip(idx, x.shape, widths)]
-        v = x.at(src)
-        if mode != "constant":
-            return v
-        inside = None
-        for e, n, (lo, _) in zip(idx, x.shape, widths):
-            c = (e >= lo) & (e < lo + n)
-            inside = c if inside is None else inside & c
-        return v if inside is None else hl.select(inside, v, fill)
-    return Lazy(node.shape, node.dtype, at)
+
+def concat_pieces(lw, node):
+    """A concatenation or pad along the last axis (the Concat template's
+    output) as pieces: [(start, extent, value)] where value(outer, r) is
+    the output at outer index ``outer`` (numpy order, the last axis left
+    out) and last index ``start + r``, 0 <= r < extent, without the select
+    and clamps that choose the piece (so a piece's loads are plain vector
+    loads where its source is contiguous). Pieces of extent 0 are left out."""
+    operands = [lw.env[i] for i in node.inputs]
+    if node.op == "concatenate":
+        pieces, start = [], 0
+        for x in operands:
+            n = x.shape[-1]
+            pieces.append((start, n, lambda outer, r, x=x: x.at(outer + [r])))
+            start += n
+    else:
+        (x,) = operands
+        lo, hi = node.params["pad_width"][-1]
+        n = x.shape[-1]
+        border = lambda off: lambda outer, r: _pad_at(node, x, outer + [r + off])  # noqa: E731
+        pieces = [(0, lo, border(0)),
+                  (lo, n, lambda outer, r: _pad_at(node, x, outer + [r + lo], last_src=r)),
+                  (lo + n, hi, border(lo + n))]
+    return [p for p in pieces if p[1] > 0]
 
 
 def _take_position(e, n: int, mode: str):
@@ -1380,6 +1434,9 @@ class LoweredGroup:
     # Lowerer.trig_ok's checks, all true (an hl.Expr), or None: the schedule
     # specializes the output on it (apply_elementwise)
     trig_ok: object = None
+    # (RDom, extent) of the output's pieces when the Concat template
+    # schedules the group (Lowerer.pieces), in update order
+    piece_rdoms: list = field(default_factory=list)
 
 
 def partial_lanes(target) -> int:
@@ -1406,8 +1463,8 @@ def _fast_trig_op(node: Node) -> bool:
 
 def _fast_trig(graph: Graph, spec, gpu: bool, fast_math: bool) -> bool:
     """Whether sin, cos and tan take the checked fast path
-    (Lowerer.trig_ok): on CPU targets, in groups the Elementwise template
-    schedules (every value inlines into the one output, which it
+    (Lowerer.trig_ok): on CPU targets, in groups the Elementwise or Concat
+    template schedules (every value inlines into the one output, which it
     specializes on the check), in strict_float kernels only (FAST_TRIG is
     not wrapped in it) and outside fast-math mode (which has its own)."""
     if gpu or fast_math or spec is None or not get_config().strict_float:
@@ -1417,8 +1474,10 @@ def _fast_trig(graph: Graph, spec, gpu: bool, fast_math: bool) -> bool:
     from ..schedules.autoschedule import autoschedules
     if autoschedules(spec):
         return True  # checked after lowering (lower_group)
+    from ..schedules.concat import concat_fits
     from ..schedules.templates import elementwise_fits
-    return spec.name == "Elementwise" and elementwise_fits(graph)
+    return ((spec.name == "Elementwise" and elementwise_fits(graph))
+            or (spec.name == "Concat" and concat_fits(graph)))
 
 
 def lower_group(graph: Graph, name: str, spec=None, target=None,
@@ -1448,10 +1507,14 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
         n.op in PART_READS and any(i.op != "input" for i in n.inputs) for n in graph.nodes)
     gpu = target is not None and target.has_gpu_feature()
     fast_trig = _fast_trig(graph, spec, gpu, fast_math)
+    pieces = False
+    if spec is not None and spec.name == "Concat":
+        from ..schedules.concat import concat_fits
+        pieces = concat_fits(graph)
 
     def lower(fast_trig):
         lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, lanes, gpu=gpu,
-                     guard_inputs=guard, fast_trig=fast_trig)
+                     guard_inputs=guard, fast_trig=fast_trig, pieces=pieces)
         return lw, lw.lower()
     lw, (pipeline, params, outputs) = lower(fast_trig)
     if fast_trig and autoschedules(spec) and any(
@@ -1460,7 +1523,8 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
         # at the root, outside the outputs' specialization: both paths would
         # run, so such groups keep the exact one alone
         lw, (pipeline, params, outputs) = lower(False)
-    lowered = LoweredGroup(pipeline, params, outputs, lw.stages, graph)
+    lowered = LoweredGroup(pipeline, params, outputs, lw.stages, graph,
+                           piece_rdoms=lw.piece_rdoms)
     for ok in lw.trig_checks.values():
         lowered.trig_ok = ok if lowered.trig_ok is None else lowered.trig_ok & ok
     if wrap:

@@ -18,7 +18,7 @@ import random
 from ..graph.ir import Graph
 from ..graph.ops import REDUCTION, REGISTRY
 from .autoschedule import ScheduleSpec, default_parallelism, make_spec
-from .templates import TEMPLATES, col_reduce_fits, elementwise_fits, full_reduce_fits, matmul_fits, row_arg_fits, row_reduce_fits, scatter_fits, sliced_reads, sort_fits, stencil_fits, transpose_fits
+from .templates import TEMPLATES, col_reduce_fits, concat_fits, elementwise_fits, full_reduce_fits, matmul_fits, row_arg_fits, row_reduce_fits, scatter_fits, sliced_reads, sort_fits, stencil_fits, transpose_fits
 
 # Random Adams2019 samples planned per group (a budget usually ends sooner).
 RANDOM_SAMPLES = 256
@@ -39,6 +39,7 @@ TEMPLATE_GRIDS = {
     "RowArg": (row_arg_fits, {"unroll": (4, 2, 1, 8), "rows": (16, 32, 64), "parallel": (1, 0)}),
     "Elementwise": (elementwise_fits, {"vector": (64, 32, 128, 16), "task_kib": (1024, 256, 4096)}),
     "Transpose": (transpose_fits, {"tile": (64, 32, 128), "block": (8, 4, 16)}),
+    "Concat": (concat_fits, {"vector": (64, 32, 128, 16), "task_kib": (1024, 256, 4096)}),
     "Sort": (sort_fits, {"vector": (16, 8, 32), "tile_kib": (64, 16, 256),
                          "unroll": (32, 16, 64), "parallel": (1, 0)}),
     "Scatter": (scatter_fits, {"vector": (16, 8, 32), "parallel": (1, 0)}),

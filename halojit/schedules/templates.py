@@ -18,6 +18,7 @@ from ..generators.lowering import TRIG_CHECK_KINDS
 from ..graph.passes.flatten import merge_trailing
 from ..graph.ops.reduce import SCANS, SCATTERS, SORTS
 from .col_reduce import COL_REDUCE, apply_col_reduce, col_reduce_fits
+from .concat import CONCAT, apply_concat, concat_fits
 from .full_reduce import FULL_REDUCE, apply_full_reduce, full_reduce_fits
 from .row_arg import ROW_ARG, apply_row_arg, row_arg_fits
 from .scatter import SCATTER, apply_scatter, scatter_fits
@@ -51,6 +52,7 @@ TEMPLATES = {
     "ColReduce": COL_REDUCE,
     "RowArg": ROW_ARG,
     "Transpose": TRANSPOSE,
+    "Concat": CONCAT,
     "Sort": SORT,
     "Scatter": SCATTER,
 }
@@ -851,6 +853,7 @@ _APPLY = {
     "RowArg": (row_arg_fits, apply_row_arg),
     "Elementwise": (elementwise_fits, apply_elementwise),
     "Transpose": (transpose_fits, apply_transpose),
+    "Concat": (concat_fits, apply_concat),
     "Sort": (sort_fits, apply_sort),
     "Scatter": (scatter_fits, apply_scatter),
 }
