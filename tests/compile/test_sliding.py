@@ -7,6 +7,8 @@ store level."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -66,7 +68,8 @@ def test_unslide_moves_compute_to_the_store_level():
     load_plugin("Adams2019")
     results = pipeline.apply_autoscheduler(
         hl.Target("host-strict_float"), hl.AutoschedulerParams("Adams2019", {"parallelism": "1"}))
-    slid = ".store_at(out, v1)" in results.schedule_source
+    # the source names out "out_1" where this process made an "out" before
+    slid = re.search(r"\.store_at\(out(_\d+)?, v1\)", results.schedule_source) is not None
     changed = unslide(pipeline, results)
     assert changed == (["t"] if slid else [])
     if slid:
