@@ -1463,9 +1463,9 @@ def _fast_trig_op(node: Node) -> bool:
 
 def _fast_trig(graph: Graph, spec, gpu: bool, fast_math: bool) -> bool:
     """Whether sin, cos and tan take the checked fast path
-    (Lowerer.trig_ok): on CPU targets, in groups the Elementwise or Concat
-    template schedules (every value inlines into the one output, which it
-    specializes on the check), in strict_float kernels only (FAST_TRIG is
+    (Lowerer.trig_ok): on CPU targets, in groups the Elementwise, Concat,
+    RowReduce, ColReduce or FullReduce template schedules (each specializes
+    the stages it computes on the check), in strict_float kernels only (FAST_TRIG is
     not wrapped in it) and outside fast-math mode (which has its own)."""
     if gpu or fast_math or spec is None or not get_config().strict_float:
         return False
@@ -1474,10 +1474,12 @@ def _fast_trig(graph: Graph, spec, gpu: bool, fast_math: bool) -> bool:
     from ..schedules.autoschedule import autoschedules
     if autoschedules(spec):
         return True  # checked after lowering (lower_group)
-    from ..schedules.concat import concat_fits
-    from ..schedules.templates import elementwise_fits
-    return ((spec.name == "Elementwise" and elementwise_fits(graph))
-            or (spec.name == "Concat" and concat_fits(graph)))
+    from ..schedules.templates import _APPLY
+    # templates that schedule the check and specialize on it
+    # (templates.trig_fast_paths; Elementwise and Concat their one output)
+    if spec.name not in ("Elementwise", "Concat", "RowReduce", "ColReduce", "FullReduce"):
+        return False
+    return _APPLY[spec.name][0](graph)
 
 
 def lower_group(graph: Graph, name: str, spec=None, target=None,

@@ -120,7 +120,8 @@ def _vectorize(stage, var, factor: int, lines: list, what: str):
 
 
 def apply_col_reduce(lowered, params) -> str:
-    from .templates import fix_extents
+    from ..generators.lowering import TRIG_CHECK_KINDS
+    from .templates import fix_extents, trig_fast_paths
     params = {**COL_REDUCE[0], **params}  # a spec's are complete (make_spec); direct calls
     vector, unroll = _int(params, "vector"), _int(params, "unroll")
     inline, parallel = _int(params, "inline"), _int(params, "parallel")
@@ -129,8 +130,13 @@ def apply_col_reduce(lowered, params) -> str:
         raise HalojitError("ColReduce needs the chunked lowering (lower_group(spec=ColReduce))")
     fix_extents(lowered)
     lines = []
+    computed = list(lowered.outputs)
     for st in lowered.stages:
         f = st.func
+        if st.kind in TRIG_CHECK_KINDS:
+            continue  # trig_fast_paths
+        if st.kind != "materialized" or f.has_update_definition() or not inline:
+            computed.append(f)
         if st.kind == "colpart":
             lines += _schedule_part(st, vector, unroll, parallel, lowered)
         elif st.kind == "reduce":  # the chunks combined: a row of accumulators
@@ -153,6 +159,7 @@ def apply_col_reduce(lowered, params) -> str:
             raise HalojitError(f"ColReduce does not schedule {st.kind} stages")
     for out, node in zip(lowered.outputs, lowered.graph.outputs):
         lines += _rows_parallel(out, node.aval.shape, vector, parallel)
+    lines += trig_fast_paths(lowered, computed)
     return "\n".join(lines)
 
 

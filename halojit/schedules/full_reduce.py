@@ -68,9 +68,11 @@ def _interleave(params, chunks: int) -> int:
 
 
 def apply_full_reduce(lowered, params) -> str:
-    from .templates import schedule_rows, specialize_dense_inputs
+    from ..generators.lowering import TRIG_CHECK_KINDS
+    from .templates import schedule_rows, specialize_dense_inputs, trig_fast_paths
     parts = [st for st in lowered.stages if st.kind == "partial"]
-    others = [st for st in lowered.stages if st.kind not in ("partial", "reduce")]
+    others = [st for st in lowered.stages
+              if st.kind not in ("partial", "reduce") and st.kind not in TRIG_CHECK_KINDS]
     if len(parts) != 1 or any(st.func.has_update_definition() for st in others):
         raise HalojitError("FullReduce does not apply to this group")
     part = parts[0].func
@@ -109,4 +111,6 @@ def apply_full_reduce(lowered, params) -> str:
         # scalar: x / x.sum() of (4096, 4096) float32 took 22.6 ms, numpy 12.7
         if node.aval.size >= OUTPUT_ROWS_MIN:
             lines.append(schedule_rows(out, node.aval.size, node.shape[-1], 16, True))
+    computed = [st.func for st in lowered.stages if st.kind in ("partial", "reduce")]
+    lines += trig_fast_paths(lowered, computed + list(lowered.outputs))
     return "\n".join(lines)

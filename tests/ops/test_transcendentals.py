@@ -199,6 +199,65 @@ def test_fast_trig_is_checked_and_exact_either_way(fn, args):
     np.testing.assert_allclose(f(*xs), fn(*xs), rtol=2e-6, atol=2e-7)
 
 
+@pytest.mark.parametrize("fn,shape,template", [
+    (lambda a: (lambda e: e / e.sum(axis=1, keepdims=True))(np.exp(np.cos(a))), (300, 256),
+     "RowReduce"),
+    (lambda a: np.sin(a) - np.sin(a).mean(axis=-1, keepdims=True), (5, 40, 256), "RowReduce"),
+    (lambda a: np.sin(a).sum(axis=0), (300, 200), "ColReduce"),
+    (lambda a: (np.tan(a) * a).mean(axis=0), (200, 300), "ColReduce"),
+    (lambda a: np.cos(a).sum(), (300, 301), "FullReduce"),
+    (lambda a: np.abs(np.sin(a) * np.cos(a)).max(), (300, 301), "FullReduce"),
+])
+def test_fast_trig_in_reduction_templates(fn, shape, template):
+    """The reduction templates specialize the stages they compute on the
+    check: one argument past the fast range sends the call to the exact
+    path, NaN and inf included."""
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-60, 60, shape).astype(np.float32)
+    f = halojit.trace(fn)
+    (g,) = f.lower(x).groups
+    assert g.scheduler.startswith(template), g.scheduler
+    assert "argument check" in g.schedule and "specialize" in g.schedule
+    keep = x.copy()
+    np.testing.assert_allclose(f(x), fn(x), rtol=1e-5, atol=2e-5)
+    assert np.array_equal(x, keep)
+    for bad in (3e9, np.inf, np.nan):
+        y = x.copy()
+        y.flat[x.size // 3] = bad
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            np.testing.assert_allclose(f(y), fn(y), rtol=1e-5, atol=2e-5, equal_nan=True)
+
+
+def test_reduction_templates_take_the_fast_path():
+    """Bit for bit, on arguments where the fast path rounds differently
+    from the exact one (the Elementwise template's np.sin against float64's
+    rounded): each template's stages compute the fast values while every
+    argument is in range, and the exact ones once one is not."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-60, 60, 4096).astype(np.float32)
+    fast = halojit.trace(np.sin)(x)
+    exact = np.sin(x.astype(np.float64)).astype(np.float32)
+    differ = fast != exact
+    assert differ.sum() >= 64
+    xs, fs, es = x[differ][:64], fast[differ][:64], exact[differ][:64]
+    cols = np.tile(xs, (300, 1))  # (300, 64): every row the same
+    cases = [(lambda a: np.sin(a).max(axis=0), cols, "ColReduce", fs, es),
+             (lambda a: np.sin(a) + a.max(axis=-1, keepdims=True) * 0, cols, "RowReduce",
+              np.tile(fs, (300, 1)), np.tile(es, (300, 1))),
+             (lambda a: np.sin(a).max(), np.full((300, 301), xs[0]), "FullReduce", fs[0], es[0])]
+    for fn, a, template, want_fast, want_exact in cases:
+        f = halojit.trace(fn)
+        (g,) = f.lower(a).groups
+        assert g.scheduler.startswith(template), g.scheduler
+        np.testing.assert_array_equal(f(a), want_fast)
+        if template != "FullReduce":  # one huge argument: the exact path elsewhere
+            b = a.copy()
+            b[7, 0] = 3e9
+            got = f(b)
+            np.testing.assert_array_equal(got[..., 1:], np.asarray(want_exact)[..., 1:])
+
+
 def test_fast_trig_on_views_and_broadcasts():
     rng = np.random.default_rng(3)
     base = rng.uniform(-100, 100, (64, 96)).astype(np.float32)
