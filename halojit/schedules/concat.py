@@ -56,7 +56,7 @@ def concat_fits(graph) -> bool:
 
 def apply_concat(lowered, params) -> str:
     from ..generators.lowering import TRIG_CHECK_KINDS
-    from .templates import TRIG_PARALLEL_MIN, _int, _schedule_trig_checks, fix_extents, fuse_loops
+    from .templates import _int, fix_extents, fuse_loops, trig_fast_paths
     vector, task_kib = _int(params, "vector"), _int(params, "task_kib")
     parallel = params.get("parallel", "1") != "0"
     fix_extents(lowered)
@@ -70,7 +70,7 @@ def apply_concat(lowered, params) -> str:
     for st in lowered.stages:  # shared values: inlined (computed once per lane by CSE)
         if st.kind not in TRIG_CHECK_KINDS:
             st.func.compute_inline()
-    lines = _schedule_trig_checks(lowered, parallel and node.aval.size >= TRIG_PARALLEL_MIN)
+    lines = []
     tasks = parallel and node.aval.size >= 2 * per_task
     name = out.name()
     for u, (rdom, extent) in enumerate(lowered.piece_rdoms):
@@ -95,8 +95,5 @@ def apply_concat(lowered, params) -> str:
         ro, ri = hl.RVar(f"r{u}v"), hl.RVar(f"r{u}i")
         stage.split(r, ro, ri, lanes, guard).vectorize(ri)
         line += f".vectorize(r, {lanes})"
-        if lowered.trig_ok is not None:
-            stage.specialize(lowered.trig_ok)
-            line += ".specialize(arguments of sin/cos/tan checked)"
         lines.append(f"{line}  # piece {u}: {extent} columns")
-    return "\n".join(lines)
+    return "\n".join(lines + trig_fast_paths(lowered, [out]))

@@ -802,7 +802,7 @@ def _schedule_trig_checks(lowered, parallel: bool) -> list[str]:
 
 def trig_fast_paths(lowered, funcs) -> list[str]:
     """Where sin, cos or tan take their checked fast path (lowered.trig_ok,
-    in a reduction template's group): the argument check computed at the
+    in a Concat or reduction template's group): the argument check computed at the
     root first, then a copy of every definition of each of ``funcs`` (the
     stages the template computes, not inlined) for the call where it holds,
     in which Halide folds each fast/exact select to the fast path. Called
