@@ -1229,6 +1229,10 @@ def tril(m, k=0):
     return _triangle(m, k, False, "tril")
 
 
+# np.tile along the last axis alone, at most this many copies: a concatenation
+_TILE_CONCAT_MAX = 16
+
+
 @implements(np.tile)
 def tile(A, reps):
     """A broadcast over a new axis before each tiled one, then one reshape."""
@@ -1242,6 +1246,13 @@ def tile(A, reps):
     reps = (1,) * (d - len(reps)) + reps
     shape = (1,) * (d - a.ndim) + a.shape
     a = reshape(a, shape)
+    if d and all(r == 1 for r in reps[:-1]) and 1 < reps[-1] <= _TILE_CONCAT_MAX:
+        # copies side by side along the last axis: a concatenation, which
+        # the Concat template writes as plain vector copies, where the index
+        # through the merged axes was a per-lane gather ((2048, 2048)
+        # float32, tile (1, 2) 2.0 -> 1.2 ms, (1, 3) 3.0 -> 1.8; numpy 4.3
+        # and 6.3)
+        return concatenate([a] * reps[-1], d - 1)
     if any(r != 1 for r in reps):
         spread = broadcast_to(reshape(a, tuple(x for n in shape for x in (1, n))),
                               tuple(x for r, n in zip(reps, shape) for x in (r, n)))

@@ -38,8 +38,9 @@ MIN_WIDTH = 16
 
 def concat_fits(graph) -> bool:
     """One output, a concatenation along its last axis or a pad of it,
-    computed from inputs by elementwise ops, broadcasts and slices (every
-    value inlines into the pieces), no array of size 0."""
+    computed from inputs by elementwise ops, broadcasts, slices and
+    reshapes by axes of length 1 (every value inlines into the pieces), no
+    array of size 0."""
     if len(graph.outputs) != 1:
         return False
     out = graph.outputs[0]
@@ -51,7 +52,16 @@ def concat_fits(graph) -> bool:
     elif out.op != "pad" or tuple(out.params["pad_width"][-1]) == (0, 0):
         return False
     return all(n.aval.size > 0 and (n is out or n.op in ("input", "constant", "slice")
-                                    or inlines(n)) for n in graph.nodes)
+                                    or inlines(n) or _unit_reshape(n)) for n in graph.nodes)
+
+
+def _unit_reshape(node) -> bool:
+    """A reshape that only inserts or drops axes of length 1 (``x[None]``,
+    np.tile's leading axes): its lowering renames indices."""
+    if node.op != "reshape":
+        return False
+    keep = lambda shape: tuple(d for d in shape if d != 1)  # noqa: E731
+    return keep(node.shape) == keep(node.inputs[0].shape)
 
 
 def apply_concat(lowered, params) -> str:

@@ -84,6 +84,17 @@ def test_pad_modes(mode, width):
     check(lambda a: np.pad(a, width, mode=mode, **kw), x)
 
 
+@pytest.mark.parametrize("shape,reps", [((70, 40), (1, 3)), ((5000,), 2), ((3, 20, 17), (1, 1, 2)),
+                                        ((20, 17), (1, 1, 16)), ((33,), (1, 2))])
+def test_tile_along_the_last_axis(shape, reps):
+    """np.tile copying only along the last axis (leading axes of length 1
+    added or not) is a concatenation; other reps keep their broadcast."""
+    x = rand(shape, seed=14)
+    x.flat[3] = np.nan
+    check(lambda a: np.tile(a, reps), x)
+    check(lambda a: np.tile(a * 2, (2,) + (1,) * len(shape)), x, scheduler="")
+
+
 @pytest.mark.parametrize("dtype", [np.int16, np.uint8, np.int64, np.float64, np.bool_])
 def test_dtypes(dtype):
     x, y = rand((60, 40), dtype, seed=5), rand((60, 24), dtype, seed=6)
@@ -138,6 +149,8 @@ def test_which_groups_fit():
     assert not fits(lambda a: np.stack([a, a], axis=-1), x)               # 2 wide: Elementwise
     assert not fits(lambda a: np.concatenate([a, a.sum(axis=1, keepdims=True)], axis=1), x)
     assert not fits(lambda a: np.concatenate([a, a], axis=1) * 2, x)      # not the output
+    assert fits(lambda a: np.concatenate([a[None], a[None] + 1], axis=-1), x)  # unit reshapes
+    assert not fits(lambda a: np.concatenate([a.reshape(48, 64), a.T], axis=-1), x)
 
 
 def test_groups_left_to_other_schedules():
