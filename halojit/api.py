@@ -343,6 +343,9 @@ class TracedFunction(_Dispatcher):
         self._stats = {"compiles": 0, "hits": 0, "misses": 0, "traces": 0}
         self._argnames: list[str] | None = None
         functools.update_wrapper(self, fn)
+        if not hasattr(self, "__name__"):  # a functools.partial, a callable object
+            inner = getattr(fn, "func", fn)
+            self.__name__ = getattr(inner, "__name__", type(inner).__name__)
 
     # -- keys --------------------------------------------------------------------
     def _convert(self, args):

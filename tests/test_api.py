@@ -337,3 +337,28 @@ def test_matrix_and_masked_array_inputs_are_refused_and_other_subclasses_taken(o
     got = f(np.arange(3.0).view(Tagged))
     assert type(got) is np.ndarray
     np.testing.assert_array_equal(got, np.arange(3.0) ** 2)
+
+
+def test_callables_without_a_name(monkeypatch):
+    """functools.partial and callable objects trace (their name comes from
+    the wrapped function or the class), with logging on too."""
+    monkeypatch.setenv("HALOJIT_LOG", "1")
+
+    class Scale:
+        def __call__(self, x):
+            return x * np.float32(2)
+
+    for fn, want in ((functools.partial(lambda x, s: x * s, s=np.float32(3)), X * 3),
+                     (Scale(), X * 2)):
+        f = halojit.trace(fn, opt_level=0)
+        assert_same(f(X), want)
+        assert f.__name__ in repr(f) and f.__name__ in ("<lambda>", "Scale")
+
+
+def test_round_of_a_traced_value():
+    """round(x, n) is np.round (numpy's scalars round so); round(x) needs
+    the value, a Python int, and says so."""
+    x = np.float32([1.114, 1.117])
+    assert_same(jit(lambda a: round(a.sum(), 2), 0)(x), round(x.sum(), 2))
+    with pytest.raises(halojit.TraceError, match="round"):
+        jit(lambda a: round(a.sum()) * a, 0)(x)

@@ -65,8 +65,9 @@ def zero_d_result(func, args, result):
     return with_zero_d_kinds(result, kind)
 
 
-# numpy computes these reductions and scans in out='s dtype (round: the input
-# cast first; max/min: see _first_through) and casts unsafely into it; argmax
+# numpy computes these reductions and scans in out='s dtype where the input
+# casts to it safely (round: the input cast first; max/min: see
+# _first_through) and casts unsafely into it; argmax
 # and take need an out= their result casts to safely; the rest (clip,
 # concatenate, ...) cast their result with 'same_kind', as ufuncs do
 _IN_OUT_DTYPE = {"sum", "prod", "mean", "max", "min", "amax", "amin", "var", "std", "cumsum",
@@ -102,7 +103,13 @@ def _with_out(fn, func):
             first = next(iter(sig.parameters))
             if "dtype" in sig.parameters and given.get("dtype") is None and \
                     name not in _CAST_FIRST:
-                given["dtype"] = o.dtype
+                # numpy accumulates in out's dtype where the input casts to it
+                # safely, else in its own and casts the result: np.sum of
+                # float32 [0.6, 0.6] into int32 is 1, of int64 [2**40 + 1,
+                # -2**40] into float32 1.0
+                src = getattr(given[first], "dtype", None)
+                if src is None or np.can_cast(src, o.dtype, "safe"):
+                    given["dtype"] = o.dtype
             elif isinstance(given[first], TracedArray) and given[first].dtype != o.dtype:
                 if name in ("round", "around"):  # computed in out's dtype
                     given[first] = astype(given[first], o.dtype)

@@ -467,6 +467,13 @@ class TracedArray:
     def __complex__(self):
         return complex(self._value("complex()"))
 
+    def __round__(self, ndigits=None):
+        # numpy's scalars and 0-d arrays: round(x) is a Python int (a
+        # value), round(x, n) is np.round(x, n), an array of x's dtype
+        if ndigits is None:
+            return round(self._value("round() without ndigits, a Python int"))
+        return np.round(self, ndigits)
+
     def item(self, *args):
         return self._value(".item()").item(*args)
 

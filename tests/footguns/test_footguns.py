@@ -565,6 +565,28 @@ def test_out_fill_and_copyto_into_arrays_made_inside(opt_level):
         assert_same(g, w)
 
 
+@pytest.mark.parametrize("fn,x,oshape,odt", [
+    (np.sum, np.float32([0.6, 0.6]), (), np.int32),             # unsafe: summed in float32
+    (np.sum, np.int64([2**40 + 1, -2**40]), (), np.float32),     # unsafe: summed in int64
+    (np.cumsum, np.float64([1e-8, 1, -1]), (3,), np.float32),
+    (np.prod, np.float64([0.5, 4.0]), (), np.int32),
+    (np.sum, np.int64([1, 1, -2]), (), np.bool_),
+    (np.mean, np.float64([[0.6, 0.6, 0.6], [0.7, -0.7, 1.9]]), (3,), np.int64),
+    (np.sum, np.float32([1e8, 1, -1e8]), (), np.float64),        # safe: summed in float64
+    (np.sum, np.int8([100, 100, 100]), (), np.int16),
+    (np.mean, np.float16([1, 2, 2]), (), np.float32),
+])
+def test_reductions_into_an_out_of_another_dtype(fn, x, oshape, odt, opt_level):
+    """numpy accumulates in out's dtype only where the input casts to it
+    safely; otherwise in its own dtype, then casts the result into out."""
+    def f(a):
+        o = np.zeros_like(a, shape=oshape, dtype=odt)
+        fn(a, axis=0, out=o)
+        return o
+
+    assert_same(jit(f, opt_level)(x), f(x))
+
+
 def test_in_place_writes_that_views_do_not_see_still_work(opt_level):
     def f(x):
         h = x * 2
