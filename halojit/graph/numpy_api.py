@@ -140,9 +140,15 @@ def _write_out(what, result, out, casting="same_kind"):
     loc = user_loc()
     outs = out if isinstance(out, tuple) else (out,)
     if len(outs) != 1 or not isinstance(outs[0], TracedArray):
+        hint = "return the result instead"
+        if len(outs) == 1 and isinstance(outs[0], np.ndarray):
+            # y = np.zeros(x.shape); y += x: numpy calls np.add(y, x, out=y)
+            hint = ("the target is a plain numpy array (such as np.zeros(x.shape), whose "
+                    "values the trace does not follow, also as the left side of `y += x`); "
+                    "make it from a traced array (np.zeros_like(x)) or write `y = y + x`")
         raise UnsupportedError(
             f"{what} into a non-traced array is not supported inside @halojit.trace"
-            f"{format_loc(loc)}; return the result instead.")
+            f"{format_loc(loc)}; {hint}.")
     o = outs[0]
     o._check_writable(what)
     result = _tr(o._ctx, result, loc)

@@ -117,6 +117,17 @@ def test_writing_traced_values_into_a_numpy_array_points_at_zeros_like(opt_level
         jit(f, opt_level)(X)
 
 
+def test_accumulating_into_a_numpy_array_points_at_zeros_like(opt_level):
+    """`y = np.zeros(x.shape); y += x` is numpy's np.add(y, x, out=y) into an
+    array the trace does not follow: the error names the idiom and its fix."""
+    def f(x):
+        y = np.zeros(x.shape, np.float32)
+        y += x
+        return y
+    with pytest.raises(UnsupportedError, match=rf"\(at {HERE}\).*y \+= x.*np\.zeros_like\(x\)"):
+        jit(f, opt_level)(X)
+
+
 # -- unsupported numpy ---------------------------------------------------------------------
 @pytest.mark.parametrize("fn,name", [
     (lambda x: np.linalg.svd(x), "np.linalg.svd"),
