@@ -101,6 +101,11 @@ def _with_out(fn, func):
             bound = sig.bind(*args, **kwargs)  # dtype and axis may come by position
             given = bound.arguments
             first = next(iter(sig.parameters))
+            if name == "mean" and given.get("dtype") is None and \
+                    isinstance(given[first], TracedArray) and given[first].dtype != o.dtype:
+                result = _mean_into(given[first], given.get("axis"),
+                                    bool(given.get("keepdims", False)), o.dtype)
+                return _write_out(f"np.{name}(..., out=...)", result, out, casting)
             if "dtype" in sig.parameters and given.get("dtype") is None and \
                     name not in _CAST_FIRST:
                 # numpy accumulates in out's dtype where the input casts to it
@@ -118,6 +123,25 @@ def _with_out(fn, func):
             args, kwargs = bound.args, bound.kwargs
         return _write_out(f"np.{name}(..., out=...)", fn(*args, **kwargs), out, casting)
     return handler
+
+
+def _mean_into(a, axis, keepdims, dtype):
+    """np.mean(a, out=o) for an ``o`` of another ``dtype``, in numpy's steps:
+    the sum (in float64 for integer and bool input, float32 for float16,
+    else as a sum into o: in o's dtype where a casts to it safely) stored
+    into o's dtype, then divided by the count there (np.mean of int64 rows
+    into int8 divides the wrapped sum; of float64 [0.6, 0.7] into int64,
+    the sum truncated to 1, then 1 / 2 truncated to 0)."""
+    loc = user_loc()
+    if a.dtype.kind in "biu":
+        acc = np.dtype(np.float64)
+    elif a.dtype == np.float16:
+        acc = np.dtype(np.float32)
+    else:
+        acc = dtype if np.can_cast(a.dtype, dtype, "safe") else None
+    total = astype(reduction("sum", a, axis, keepdims, acc), dtype)
+    n = np.intp(_count(a.shape, normalize_axes(axis, a.ndim, "mean", loc)))
+    return astype(np.true_divide(total, n), dtype)
 
 
 def _first_through(a, axis, dtype):
@@ -158,6 +182,13 @@ def _write_out(what, result, out, casting="same_kind"):
     if casting in ("unsafe", "safe") and result.dtype != o.dtype:
         result = astype(result, o.dtype)
     return o._assign(result, what)
+
+
+def _check_casting(fname, src, dst, casting, loc):
+    """numpy's TypeError where ``src`` may not become ``dst`` under ``casting``."""
+    if casting != "unsafe" and not np.can_cast(src, dst, casting):
+        raise TypeError(f"{fname}: cannot cast array data from {src} to {dst} according to "
+                        f"the rule {casting!r}{format_loc(loc)}, as numpy.")
 
 
 def _ctx_of(*xs):
@@ -279,7 +310,15 @@ def apply_ufunc(ctx, ufunc, method, inputs, kwargs):
             raise UnsupportedError(f"np.{name} is not supported inside @halojit.trace"
                                    f"{format_loc(loc)}.")
     if out is not None:
-        return _write_out(f"np.{name}(..., out=...)", result, out)
+        casting = kwargs.get("casting", "same_kind")
+        o = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+        if casting not in ("same_kind", "unsafe") and isinstance(o, TracedArray) and \
+                isinstance(result, TracedArray) and not np.can_cast(result.dtype, o.dtype, casting):
+            raise DTypeError(f"np.{name}(..., out=...): cannot cast the result from "
+                             f"{result.dtype} to {o.dtype} with casting rule {casting!r}"
+                             f"{format_loc(loc)}, as numpy.")
+        return _write_out(f"np.{name}(..., out=...)", result, out,
+                          "unsafe" if casting == "unsafe" else "same_kind")
     return result
 
 
@@ -801,6 +840,7 @@ def astype(x, dtype, copy=True, casting="unsafe", **kw):
     ctx = _ctx_of(x)
     dt = check_dtype(dtype, "astype", loc)
     node = ctx.as_node(x, loc)
+    _check_casting("astype", node.dtype, dt, casting, loc)
     if node.dtype == dt and not node.aval.weak:
         # copy=False hands back x itself, as numpy does: writes through it are x's
         if not copy and isinstance(x, TracedArray):
@@ -1115,7 +1155,11 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
         arrays = [ravel(_tr(ctx, a, loc)) for a in arrays]
         axis = 0
     # np.concatenate (and stack) convert with np.asarray: Python scalars are strong here
-    nodes = _cast_all(ctx, [_as_strong(ctx, a, loc) for a in arrays], loc, dtype)
+    strong = [_as_strong(ctx, a, loc) for a in arrays]
+    if dtype is not None:  # numpy checks each input against dtype= (none without it)
+        for a in strong:
+            _check_casting("concatenate", a.dtype, np.dtype(dtype), casting, loc)
+    nodes = _cast_all(ctx, strong, loc, dtype)
     nd = nodes[0].aval.ndim
     if nd == 0:
         raise ShapeError(f"concatenate: zero-dimensional arrays cannot be concatenated{format_loc(loc)}.")
@@ -1285,19 +1329,19 @@ def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
         raise ShapeError(f"stack: all input arrays must have the same shape, got "
                          f"{sorted(shapes)}{format_loc(loc)}.")
     ax = normalize_axis(axis, arrays[0].ndim + 1, "stack", loc)
-    return concatenate([expand_dims(a, ax) for a in arrays], ax, out, dtype)
+    return concatenate([expand_dims(a, ax) for a in arrays], ax, out, dtype, casting)
 
 
 @implements(np.hstack)
 def hstack(tup, *, dtype=None, casting="same_kind"):
     arrs = [a if a.ndim else reshape(a, (1,)) for a in tup]
-    return concatenate(arrs, 0 if arrs[0].ndim == 1 else 1, dtype=dtype)
+    return concatenate(arrs, 0 if arrs[0].ndim == 1 else 1, dtype=dtype, casting=casting)
 
 
 @implements(np.vstack)
 def vstack(tup, *, dtype=None, casting="same_kind"):
     arrs = [reshape(a, (1, -1)) if a.ndim < 2 else a for a in tup]
-    return concatenate(arrs, 0, dtype=dtype)
+    return concatenate(arrs, 0, dtype=dtype, casting=casting)
 
 
 def _split(fname, ary, indices_or_sections, axis, equal, min_ndim=1):
@@ -2040,7 +2084,7 @@ def _install_methods():
     T.T = property(lambda self: transpose(self))
     T.mT = property(lambda self: swapaxes(self, -1, -2))
     T.astype = lambda self, dtype, order="K", casting="unsafe", subok=True, copy=True: astype(
-        self, dtype, copy)
+        self, dtype, copy, casting)
     T.view = lambda self, dtype=None, type=None: view(self, dtype, type)
     T.clip = lambda self, min=None, max=None, out=None, **kw: clip(self, min, max, out=out, **kw)
     T.squeeze = lambda self, axis=None: squeeze(self, axis)

@@ -638,3 +638,40 @@ def test_operators_on_python_scalar_inputs_follow_numpy_not_python(opt_level):
     assert h(np.ones(2, np.int8), 2).dtype == np.int64  # np.negative(2) is np.int64: strong
     k = jit(lambda x, s: x + -s, opt_level)
     assert k(np.ones(2, np.int8), 2).dtype == np.int8  # -s stays a weak Python int
+
+
+def _into(ufunc, dtype, *args, **kw):
+    def f(x):
+        o = np.zeros_like(x, dtype=dtype)
+        ufunc(x, *args, out=o, **kw)
+        return o
+    return f
+
+
+@pytest.mark.parametrize("fn", [
+    _into(np.add, np.int32, 1.7, casting="unsafe"),
+    _into(np.floor, np.int32, casting="unsafe"),
+    _into(np.add, np.float64, 1, casting="safe"),
+    lambda x: x.astype(np.float16, casting="same_kind"),
+    lambda x: np.concatenate([x, x], dtype=np.int32, casting="unsafe"),
+    lambda x: np.vstack([x, x], dtype=np.int8, casting="unsafe"),
+    lambda x: np.hstack([x, x], dtype=np.float64),
+])
+def test_casting_keywords_allow_what_numpy_allows(fn, opt_level):
+    x = np.float32([0.5, 1.5, -2.5])
+    assert_same(jit(fn, opt_level)(x), fn(x))
+
+
+@pytest.mark.parametrize("fn", [
+    _into(np.add, np.int32, 1.7),                      # same_kind, the default
+    _into(np.add, np.float16, 1, casting="safe"),
+    lambda x: x.astype(np.int32, casting="safe"),
+    lambda x: np.concatenate([x, x], dtype=np.int32),  # same_kind
+    lambda x: np.stack([x, x], dtype=np.int32, casting="safe"),
+])
+def test_casting_keywords_refuse_what_numpy_refuses(fn, opt_level):
+    x = np.float32([0.5, 1.5, -2.5])
+    with pytest.raises(TypeError):
+        fn(x)
+    with pytest.raises(TypeError, match="cast"):
+        jit(fn, opt_level)(x)
