@@ -101,7 +101,7 @@ def _with_out(fn, func):
             bound = sig.bind(*args, **kwargs)  # dtype and axis may come by position
             given = bound.arguments
             first = next(iter(sig.parameters))
-            if name == "mean" and given.get("dtype") is None and \
+            if name == "mean" and given.get("dtype") is None and not given.get("kwargs") and \
                     isinstance(given[first], TracedArray) and given[first].dtype != o.dtype:
                 result = _mean_into(given[first], given.get("axis"),
                                     bool(given.get("keepdims", False)), o.dtype)
@@ -187,8 +187,8 @@ def _write_out(what, result, out, casting="same_kind"):
 def _check_casting(fname, src, dst, casting, loc):
     """numpy's TypeError where ``src`` may not become ``dst`` under ``casting``."""
     if casting != "unsafe" and not np.can_cast(src, dst, casting):
-        raise TypeError(f"{fname}: cannot cast array data from {src} to {dst} according to "
-                        f"the rule {casting!r}{format_loc(loc)}, as numpy.")
+        raise DTypeError(f"{fname}: cannot cast array data from {src} to {dst} according to "
+                         f"the rule {casting!r}{format_loc(loc)}, as numpy.")
 
 
 def _ctx_of(*xs):
