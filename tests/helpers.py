@@ -278,3 +278,22 @@ def local_graphs(fn, *args):
     ctx, nodes, _ = f._trace([v for v, _ in conv], [a for _, a in conv], {}, False)
     graph = optimize(make_graph(ctx.inputs, nodes), 3)
     return [group_graph(g) for g in partition(graph)]
+
+
+def seeded_array(shape, dtype=np.float32, seed=0):
+    """Standard normal floats, fair-coin bools or full-range ints of ``dtype``
+    from ``seed`` (the template tests' inputs)."""
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    if np.dtype(dtype) == np.bool_:
+        return rng.integers(0, 2, shape).astype(bool)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+
+
+def one_group(fn, *args, autoscheduler=None):
+    """(traced fn, its one fusion group at these arguments)."""
+    f = halojit.trace(fn, autoscheduler=autoscheduler)
+    (g,) = f.lower(*args).groups
+    return f, g

@@ -312,11 +312,9 @@ def apply_ufunc(ctx, ufunc, method, inputs, kwargs):
     if out is not None:
         casting = kwargs.get("casting", "same_kind")
         o = out[0] if isinstance(out, tuple) and len(out) == 1 else out
-        if casting not in ("same_kind", "unsafe") and isinstance(o, TracedArray) and \
-                isinstance(result, TracedArray) and not np.can_cast(result.dtype, o.dtype, casting):
-            raise DTypeError(f"np.{name}(..., out=...): cannot cast the result from "
-                             f"{result.dtype} to {o.dtype} with casting rule {casting!r}"
-                             f"{format_loc(loc)}, as numpy.")
+        if casting != "same_kind" and isinstance(o, TracedArray) and \
+                isinstance(result, TracedArray):
+            _check_casting(f"np.{name}(..., out=...)", result.dtype, o.dtype, casting, loc)
         return _write_out(f"np.{name}(..., out=...)", result, out,
                           "unsafe" if casting == "unsafe" else "same_kind")
     return result

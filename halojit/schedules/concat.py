@@ -65,11 +65,8 @@ def _unit_reshape(node) -> bool:
 
 
 def apply_concat(lowered, params) -> str:
-    from ..generators.lowering import TRIG_CHECK_KINDS
-    from .templates import _int, fix_extents, fuse_loops, trig_fast_paths
-    vector, task_kib = _int(params, "vector"), _int(params, "task_kib")
-    parallel = params.get("parallel", "1") != "0"
-    fix_extents(lowered)
+    from .templates import fuse_loops, inline_stages, task_params, trig_fast_paths
+    vector, task_kib, parallel = task_params(lowered, params)
     out = lowered.outputs[0]
     node = lowered.graph.outputs[0]
     shape = node.shape
@@ -77,9 +74,7 @@ def apply_concat(lowered, params) -> str:
     n_rows = node.aval.size // width
     per_task = max(vector, task_kib * 1024 // max(1, node.dtype.itemsize))
     guard = hl.TailStrategy.GuardWithIf
-    for st in lowered.stages:  # shared values: inlined (computed once per lane by CSE)
-        if st.kind not in TRIG_CHECK_KINDS:
-            st.func.compute_inline()
+    inline_stages(lowered)
     lines = []
     tasks = parallel and node.aval.size >= 2 * per_task
     name = out.name()

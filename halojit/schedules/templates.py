@@ -704,9 +704,7 @@ def apply_elementwise(lowered, params) -> str:
     template): 4.8 -> 3.4-3.6 ms on the same workload. 32-byte vmovntps
     would fault on numpy's large arrays (16 bytes past a page), so outputs
     are declared 16-byte aligned and take two 16-byte stores per vector."""
-    vector, task_kib = _int(params, "vector"), _int(params, "task_kib")
-    parallel = params.get("parallel", "1") != "0"
-    fix_extents(lowered)
+    vector, task_kib, parallel = task_params(lowered, params)
     out = lowered.outputs[0]
     node = lowered.graph.outputs[0]
     shape = node.shape
@@ -757,9 +755,7 @@ def apply_elementwise(lowered, params) -> str:
         lines.append(f"{out.name()}.split(row, ro, ri, {rows}).parallel(ro)")
     _vectorize(out, xi, vector)
     lines.append(f"    .vectorize({xi.name()}, {vector})")
-    for st in lowered.stages:  # shared values: inlined (computed once per lane by CSE)
-        if st.kind not in TRIG_CHECK_KINDS:
-            st.func.compute_inline()
+    inline_stages(lowered)
     lines += _schedule_trig_checks(lowered, parallel and n_rows * width >= TRIG_PARALLEL_MIN)
     dense = _dense_condition(lowered, node.shape, k) if k > 1 else None
     trig = lowered.trig_ok
@@ -771,6 +767,22 @@ def apply_elementwise(lowered, params) -> str:
             out.specialize(cond)
             lines.append(f"{out.name()}.specialize({what})")
     return "\n".join(lines)
+
+
+def task_params(lowered, params) -> tuple[int, int, bool]:
+    """(vector, task_kib, parallel) of the Elementwise and Concat templates,
+    the group's extents fixed."""
+    fix_extents(lowered)
+    return (_int(params, "vector"), _int(params, "task_kib"),
+            params.get("parallel", "1") != "0")
+
+
+def inline_stages(lowered) -> None:
+    """Every stored value but the sin/cos/tan check inlined where read
+    (computed once per lane by CSE)."""
+    for st in lowered.stages:
+        if st.kind not in TRIG_CHECK_KINDS:
+            st.func.compute_inline()
 
 
 # Elements below which the Elementwise template's sin/cos/tan argument check runs

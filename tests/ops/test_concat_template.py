@@ -10,28 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import halojit
 from halojit.schedules.concat import concat_fits
 
 from helpers import assert_same, local_graphs
+from helpers import one_group as traced, seeded_array as rand
 
 pytestmark = pytest.mark.level3
-
-
-def rand(shape, dtype=np.float32, seed=0):
-    rng = np.random.default_rng(seed)
-    if np.dtype(dtype).kind == "f":
-        return rng.standard_normal(shape).astype(dtype)
-    if np.dtype(dtype) == np.bool_:
-        return rng.integers(0, 2, shape).astype(bool)
-    info = np.iinfo(dtype)
-    return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
-
-
-def traced(fn, *args, autoscheduler=None):
-    f = halojit.trace(fn, autoscheduler=autoscheduler)
-    (g,) = f.lower(*args).groups
-    return f, g
 
 
 def check(fn, *args, scheduler="Concat", autoscheduler=None):
