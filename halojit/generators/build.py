@@ -23,10 +23,10 @@ from ..graph.passes.matmul import expand_short_matmuls, split_long_matmuls
 from ..graph.passes.recompute import recompute_after_full_reductions
 from ..runtime.cache import halide_version, is_valid_so, kernel_dir, tuning_db_path
 from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, parse_autoscheduler
-from .streaming import ALIGN, aligned_for_stream, alignable, prefetch_inputs, stream_outputs
+from .streaming import ALIGN, aligned_for_stream, prefetch_inputs, stream_outputs
 
 # Bump when lowering or a template changes what a cached kernel computes or how.
-CODEGEN_VERSION = "68"
+CODEGEN_VERSION = "69"
 # Groups whose values all have fewer elements are scheduled without parallel
 # loops: waking the thread pool costs more than it saves. Medians, 2-core VM,
 # kernel us, parallel / serial: softmax (16,1024) 22.6 / 18.6, (32,1024)
@@ -423,10 +423,10 @@ class HalideExecutor:
         # every output a distinct kernel-written array, in order: __call__
         # returns the arrays it allocated (api skips its freshness checks)
         self.fresh_outputs = list(graph.outputs) == self.out_nodes
-        # outputs whose kernel streams its stores and asserts 16-byte alignment
+        # outputs whose kernel streams its stores: it asserts a 16-byte aligned
+        # address (and 16-byte multiple row strides where the rows allow)
         streamed = {info.group.outputs[j] for info in kernels for j in info.streamed}
-        self._aligned = [o in streamed and alignable(o.shape, o.dtype.itemsize)
-                         for o in self.out_nodes]
+        self._aligned = [o in streamed for o in self.out_nodes]
         self._small_out = [nbytes < POOL_MIN_BYTES and not al
                            for nbytes, al in zip(self._out_nbytes, self._aligned)]
         self._pools = [[] for _ in self.out_nodes]

@@ -250,6 +250,7 @@ def compile_pipeline(
     autoscheduler_results: hl.AutoSchedulerResults | None = None,
     streamed: Sequence[str] = (),
     prefetch: dict[str, int] | None = None,
+    realign: Sequence[str] = (),
 ) -> CompiledKernel:
     """Compile ``pipeline`` AOT into ``out_dir/<fn_name>.so`` (linked without
     libHalide; ``target`` should carry ``no_runtime``, see host_target).
@@ -268,7 +269,9 @@ def compile_pipeline(
     ``streamed`` names output buffers to write with non-temporal stores:
     the kernel then goes through LLVM bitcode and llvmlite (see streaming.py),
     as it does for ``prefetch`` (input buffer name -> bytes ahead to prefetch,
-    streaming.add_prefetch).
+    streaming.add_prefetch). ``realign``: streamed buffers whose vector
+    stores all start at 16-byte boundaries (shifted rows, see
+    streaming.row_shift), marked so.
     """
     unknown = [name for name in extra_outputs if name not in OUTPUT_SUFFIXES]
     if unknown:
@@ -299,7 +302,7 @@ def compile_pipeline(
             from .streaming import streamed_object
             try:
                 done, prefetched = map(tuple, streamed_object(obj.with_suffix(".bc"), streamed,
-                                                              obj, asm, prefetch))
+                                                              obj, asm, prefetch, realign))
             except RuntimeError as e:  # llvmlite could not read or build it: plain stores
                 if get_config().log:
                     print(f"[halojit] kernel {fn_name}: no streaming stores or prefetches ({e})",

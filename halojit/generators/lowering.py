@@ -122,8 +122,16 @@ class Lowerer:
     def __init__(self, graph: Graph, name: str, matmul_block: int | None = None,
                  strict_wrap: bool = False, fast_math: bool = False,
                  col_chunks: int | None = None, lanes: int = LANES, gpu: bool = False,
-                 guard_inputs: bool = False, fast_trig: bool = False, pieces: bool = False):
+                 guard_inputs: bool = False, fast_trig: bool = False, pieces: bool = False,
+                 shift_rows: tuple[int, int, int] | None = None):
         self.graph = graph
+        # the Stencil template schedules this group and streams its 2-D
+        # output, whose rows are not whole 16-byte multiples: the output is
+        # written by one update whose vector stores start at 16-byte
+        # boundaries (_define_shifted); shift_rows is (elements per 16
+        # bytes, the template's vector lanes, its rows per strip)
+        self.shift_rows = shift_rows
+        self.shifted: hl.RDom | None = None
         # the Concat template schedules this group: its one output (a
         # concatenation or pad along the last axis) is defined piece by
         # piece (concat_pieces), an update per piece over an RDom of its
@@ -277,6 +285,10 @@ class Lowerer:
                 self._define_pieces(f, node, vs)
                 outputs.append(f)
                 continue
+            if self.shift_rows is not None and k == 0:
+                self._define_shifted(f, node, vs)
+                outputs.append(f)
+                continue
             e = self.strict(H.to_storage(self.env[node].at(vs), node.dtype))
             if vs:
                 f[tuple(reversed(vs))] = e
@@ -296,6 +308,47 @@ class Lowerer:
             e = self.strict(H.to_storage(value(list(outer), r), node.dtype))
             f[tuple(reversed(outer + [r + start]))] = e
             self.piece_rdoms.append((rdom, extent))
+
+    def _define_shifted(self, f: hl.Func, node: Node, vs) -> None:
+        """``f`` (2-D) as an undefined pure definition and one update whose
+        vector stores start, in every row, at a 16-byte boundary.
+
+        Row y's flat offset y * stride lacks ``head`` (0 to a - 1, a =
+        elements per 16 bytes) of a multiple of a. The update's RDom is
+        (lane, block, row, strip): ``vector`` lanes by enough blocks for a
+        row, strips of ``rows`` rows (the last one shifted up to end at the
+        last row, so no strip has a tail: Halide strips the likely below
+        from a guarded tail's loops). The first ``whole`` blocks of a row
+        write its body, columns head + block * vector + lane, as dense
+        vector stores at multiples of a from the row's boundary (16-byte
+        aligned on a 16-byte aligned buffer, which
+        streaming.mark_nontemporal marks so: Halide cannot prove it); the
+        blocks after them write the columns left at both ends (per-lane
+        indices, scalar stores) and repeat the last column where they run
+        past (the same value again). The block condition is marked likely,
+        so Halide's loop partitioning gives the body blocks their own loop,
+        free of the select."""
+        a, vector, rows = self.shift_rows
+        height, width = node.shape
+        whole = (width - (a - 1)) // vector  # body blocks, whatever the head
+        edges = width - whole * vector
+        f[tuple(reversed(vs))] = hl.undef(H.storage_type(node.dtype))
+        rdom = hl.RDom([(0, vector), (0, whole + -(-edges // vector)), (0, rows),
+                        (0, -(-height // rows))], self.fresh("row"))
+        lane, block, row, strip = (hl.Expr(rdom[i]) for i in range(4))
+        y = hl.min(strip * rows, height - rows) + row
+        head = (-(y * f.output_buffer().dim(1).stride())) % a  # Euclidean: 0 .. a-1
+        k = (block - whole) * vector + lane  # the k-th column left over
+        # both clamped for bounds inference (the stages it reads are computed
+        # for these columns only); in the partitioned body loop the
+        # simplifier drops the min (block < whole there) and the store
+        # stays dense (hl.unsafe_promise_clamped instead hides the likely
+        # from the partitioning)
+        edge = hl.clamp(hl.select(k < head, k, k + whole * vector), 0, width - 1)
+        body = hl.min(head + block * vector + lane, width - 1)
+        col = hl.select(hl.likely(block < whole), body, edge)
+        f[col, y] = self.strict(H.to_storage(self.env[node].at([y, col]), node.dtype))
+        self.shifted = rdom
 
     def _constant(self, node: Node) -> Lazy:
         value = node.params["value"].value
@@ -1437,6 +1490,9 @@ class LoweredGroup:
     # (RDom, extent) of the output's pieces when the Concat template
     # schedules the group (Lowerer.pieces), in update order
     piece_rdoms: list = field(default_factory=list)
+    # the RDom of the output's one update when its rows are shifted to
+    # 16-byte boundaries (Lowerer.shift_rows), else None
+    shifted: object = None
 
 
 def partial_lanes(target) -> int:
@@ -1482,12 +1538,22 @@ def _fast_trig(graph: Graph, spec, gpu: bool, fast_math: bool) -> bool:
     return _APPLY[spec.name][0](graph)
 
 
+# Shifted rows (Lowerer.shift_rows) for rows of at least this many vectors:
+# a row's leftover columns (up to a vector and 3) take per-lane loads and
+# scalar stores, a few vectors' time; on the 4096x4096 blur (63 body
+# vectors of 64 lanes a row) the aligned stores save 10-20% of the kernel
+# (2-core AVX-512 VM), so rows a fraction as long would gain nothing.
+SHIFT_MIN_BLOCKS = 16
+
+
 def lower_group(graph: Graph, name: str, spec=None, target=None,
-                fast_math: bool = False) -> LoweredGroup:
+                fast_math: bool = False, streamed=()) -> LoweredGroup:
     """The group's algorithm. ``spec`` (a ScheduleSpec) and ``target`` (the
-    kernel's hl.Target) matter for the Matmul template only, whose
-    algorithm packs B and whose kernel drops strict_float for FMA (see
-    ``LoweredGroup.target``)."""
+    kernel's hl.Target) decide the lowering of the templates that need
+    their own (Matmul packs B and its kernel drops strict_float for FMA,
+    see ``LoweredGroup.target``; ColReduce, Concat, RowArg); ``streamed``
+    (indices of the outputs written with streaming stores) that of the
+    Stencil template's output (Lowerer.shift_rows)."""
     block, wrap, col_chunks = None, False, None
     if spec is not None and spec.name == "ColReduce":
         from ..schedules.col_reduce import col_chunks_of, col_reduce_fits
@@ -1509,14 +1575,25 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
         n.op in PART_READS and any(i.op != "input" for i in n.inputs) for n in graph.nodes)
     gpu = target is not None and target.has_gpu_feature()
     fast_trig = _fast_trig(graph, spec, gpu, fast_math)
-    pieces = False
+    pieces, shift = False, None
     if spec is not None and spec.name == "Concat":
         from ..schedules.concat import concat_fits
         pieces = concat_fits(graph)
+    if spec is not None and spec.name == "Stencil" and 0 in streamed:
+        from ..schedules.templates import stencil_fits
+        from .streaming import row_shift
+        from ..schedules.templates import stencil_rows, stencil_vector
+        out = graph.outputs[0]
+        params = dict(spec.params)
+        a = row_shift(out.shape, out.dtype.itemsize)
+        vector = stencil_vector(params, out.shape[-1])
+        if a and stencil_fits(graph) and str(params.get("tile_x", "0")) == "0" \
+                and vector % a == 0 and out.shape[-1] >= SHIFT_MIN_BLOCKS * vector:
+            shift = (a, vector, stencil_rows(params, out.shape[0]))
 
     def lower(fast_trig):
         lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, lanes, gpu=gpu,
-                     guard_inputs=guard, fast_trig=fast_trig, pieces=pieces)
+                     guard_inputs=guard, fast_trig=fast_trig, pieces=pieces, shift_rows=shift)
         return lw, lw.lower()
     lw, (pipeline, params, outputs) = lower(fast_trig)
     if fast_trig and autoschedules(spec) and any(
@@ -1526,7 +1603,7 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
         # run, so such groups keep the exact one alone
         lw, (pipeline, params, outputs) = lower(False)
     lowered = LoweredGroup(pipeline, params, outputs, lw.stages, graph,
-                           piece_rdoms=lw.piece_rdoms)
+                           piece_rdoms=lw.piece_rdoms, shifted=lw.shifted)
     for ok in lw.trig_checks.values():
         lowered.trig_ok = ok if lowered.trig_ok is None else lowered.trig_ok & ok
     if wrap:

@@ -35,15 +35,22 @@ only such arrays, copying through an aligned one for any other ``out=``).
 32-byte alignment would allow ``vmovntps`` on the whole vector, but numpy's
 large arrays sit 16 bytes past a page.
 
-Rows that are not 16-byte multiples stay slower: the 4096x4096 blur
+Rows that are not 16-byte multiples were slower: the 4096x4096 blur
 (output rows of 4094 floats, 8 bytes off every other row) ran 6.2-7.2 ms
 where inputs 4098-4162 wide (output rows 16-byte multiples) ran 4.8-5.7
 ms per 4096 columns (same process, 2-core AVX2 VM). Tried and dropped:
 splitting each vector store at run time by its address (``movnti`` up
 to the next 16-byte boundary, aligned 16-byte stores after it, inlined
 through llvmlite's always-inliner): 6.2-7.4 ms, no gain; plain stores on
-the unaligned rows: 7.0-7.2 ms. What would work is shifting whole rows by
-lanes so that every store is aligned, which Halide's splits cannot do.
+the unaligned rows: 7.0-7.2 ms. What works is shifting whole rows so that
+every vector store is aligned (``row_shift``): the Stencil template's
+output is then one update whose vector loop starts at each row's first
+16-byte boundary (lowering.Lowerer._define_shifted), and its vector
+stores are marked 16-byte aligned here (``mark_nontemporal``'s
+``realign``). The 4096x4096 blur on the 2-core AVX-512 VM, ``out=``,
+``halojit bench`` medians, old and new trees in turn, two rounds: 5.41 ->
+4.81 and 5.04 -> 4.19 ms (inputs 4098 wide, whose output rows are 16-byte
+multiples, took 4.0-4.4 in a script's runs).
 """
 
 from __future__ import annotations
@@ -123,15 +130,26 @@ def alignable(shape, itemsize: int) -> bool:
     return len(shape) < 2 or shape[-1] * itemsize % ALIGN == 0
 
 
+def row_shift(shape, itemsize: int) -> int:
+    """For a streamed 2-D output whose rows are not whole multiples of
+    ALIGN bytes: the elements per ALIGN bytes, which a kernel shifts each
+    row's vector loop by (lowering.Lowerer.shift_rows) so that its stores
+    are aligned; else 0."""
+    if len(shape) != 2 or alignable(shape, itemsize) or ALIGN % itemsize or shape[-1] < ALIGN:
+        return 0
+    return ALIGN // itemsize
+
+
 def prepare_output(func, shape) -> str:
-    """Declare streamed output ``func``'s buffer 16-byte aligned, with outer
-    strides (of the dims longer than 1) multiples of 16 bytes, when its
-    shape allows (``alignable``), so Halide marks its vector stores aligned.
+    """Declare streamed output ``func``'s buffer 16-byte aligned and, when
+    its shape allows (``alignable``), its outer strides (of the dims longer
+    than 1) multiples of 16 bytes, so Halide marks its vector stores
+    aligned. (The host alignment alone serves shifted rows, ``row_shift``.)
     Returns the buffer's name."""
     buf = func.output_buffer()
     itemsize = func.type().bytes()
+    buf.set_host_alignment(ALIGN)
     if alignable(shape, itemsize):
-        buf.set_host_alignment(ALIGN)
         step = ALIGN // itemsize
         for d, extent in enumerate(reversed(shape)):
             if d and extent > 1:
@@ -141,13 +159,19 @@ def prepare_output(func, shape) -> str:
 
 
 def aligned_for_stream(a: np.ndarray) -> bool:
-    """True when ``a`` meets what a streamed output's kernel asserts."""
+    """True when ``a`` meets what a streamed output's kernel asserts
+    (``prepare_output``): a 16-byte aligned address and, where its shape
+    is ``alignable``, 16-byte multiple outer strides."""
     if a.ctypes.data % ALIGN:
         return False
+    if not alignable(a.shape, a.itemsize):
+        return True
     return all(s % ALIGN == 0 for s, e in zip(a.strides[:-1], a.shape[:-1]) if e > 1)
 
 
 _META = re.compile(r"^(!\d+) = !\{(.*)\}$", re.M)
+_VECTOR_STORE = re.compile(r"^\s*store <\d+ x ")
+_STORE_ALIGN = re.compile(r", align (\d+),")
 
 
 def _tbaa_tags(text: str, names) -> dict[str, set[str]]:
@@ -183,20 +207,25 @@ def _tbaa_tags(text: str, names) -> dict[str, set[str]]:
     return found
 
 
-def mark_nontemporal(text: str, names) -> tuple[str, list[str]]:
+def mark_nontemporal(text: str, names, realign=()) -> tuple[str, list[str]]:
     """LLVM IR ``text`` with ``!nontemporal`` on every store into the buffers
     ``names`` that the module never loads from (an output read back, by an
     update stage or a later stage, keeps plain stores), and an ``sfence``
     before each return of a function that has such stores, so the data is
     visible to any thread once the kernel (or a parallel task) returns.
+    Vector stores into the streamed buffers named in ``realign`` (written
+    with shifted rows, ``row_shift``: every one starts at a 16-byte
+    boundary) are marked ALIGN-byte aligned, which Halide cannot prove.
     Also returns the names streamed."""
     by_name = _tbaa_tags(text, set(names))
     loaded = set(re.findall(r"= load [^\n]*!tbaa (!\d+)", text))
-    tags, streamed = set(), []
+    tags, streamed, aligned = set(), [], set()
     for name, found in by_name.items():
         if found and not found & loaded:
             tags |= found
             streamed.append(name)
+            if name in realign:
+                aligned |= found
     if not tags:
         return text, []
     ids = [int(n) for n in re.findall(r"^!(\d+) = ", text, re.M)]
@@ -205,6 +234,9 @@ def mark_nontemporal(text: str, names) -> tuple[str, list[str]]:
     def store(m):
         line = m.group(0)
         if m.group(1) in tags and "!nontemporal" not in line and " atomic " not in line:
+            if m.group(1) in aligned and _VECTOR_STORE.match(line):
+                line = _STORE_ALIGN.sub(
+                    lambda a: f", align {max(ALIGN, int(a.group(1)))},", line, count=1)
             return f"{line}, !nontemporal {nt}"
         return line
     body = re.sub(r"^\s*store [^\n]*!tbaa (!\d+)[^\n]*$", store, text, flags=re.M)
@@ -274,11 +306,13 @@ def add_prefetch(text: str, distances: dict[str, int]) -> tuple[str, list[str]]:
 
 
 def streamed_object(bitcode: Path, names, obj: Path, asm: Path | None = None,
-                    prefetch: dict[str, int] | None = None) -> tuple[list[str], list[str]]:
+                    prefetch: dict[str, int] | None = None,
+                    realign=()) -> tuple[list[str], list[str]]:
     """Write the object code of Halide ``bitcode`` to ``obj`` (and its
     assembly to ``asm``) with streaming stores into the output buffers
     ``names`` and the software prefetches ``prefetch`` (input buffer name
-    -> bytes ahead, ``add_prefetch``); returns the names streamed (none
+    -> bytes ahead, ``add_prefetch``), the vector stores into ``realign``
+    marked aligned (``mark_nontemporal``); returns the names streamed (none
     when every one is read back: the object then has plain stores) and the
     input names prefetched."""
     llvm = _llvm()
@@ -286,7 +320,7 @@ def streamed_object(bitcode: Path, names, obj: Path, asm: Path | None = None,
         raise RuntimeError("streaming stores and prefetches need llvmlite with LLVM "
                            f">= {HALIDE_LLVM_MAJOR}: pip install 'llvmlite>=0.50'")
     module = llvm.parse_bitcode(bitcode.read_bytes())
-    text, streamed = mark_nontemporal(str(module), names)
+    text, streamed = mark_nontemporal(str(module), names, realign)
     text, prefetched = add_prefetch(text, prefetch) if prefetch else (text, [])
     if streamed or prefetched:
         module = llvm.parse_assembly(text)

@@ -79,9 +79,12 @@ def compile_group(request: dict) -> dict:
     t0 = time.perf_counter()
     for spec in request["specs"]:
         try:
-            lowered = lower_group(graph, fn_name, spec, target, request.get("fast_math", False))
+            lowered = lower_group(graph, fn_name, spec, target, request.get("fast_math", False),
+                                  stream)
             streamed = [prepare_output(lowered.outputs[k], graph.outputs[k].shape)
                         for k in stream]
+            # the shifted rows' stores are aligned (lowering.Lowerer.shift_rows)
+            realign = streamed[:1] if lowered.shifted is not None else []
             set_estimates(lowered.params, lowered.outputs,
                           [i.shape for i in graph.inputs], [o.shape for o in graph.outputs])
             t_sched = time.perf_counter()
@@ -92,7 +95,7 @@ def compile_group(request: dict) -> dict:
                         for k, ahead in lowered.prefetch.items() if k in prefetchable}
             kernel = compile_pipeline(lowered.pipeline, lowered.params, fn_name,
                                       lowered.target or target, out_dir, extras, results,
-                                      streamed, prefetch)
+                                      streamed, prefetch, realign)
             if text is not None and kernel.schedule_path:
                 kernel.schedule_path.write_text(f"// {spec}\n{text}\n")
         except (hl.HalideError, CompileError, RuntimeError, HalojitError) as e:

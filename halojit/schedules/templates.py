@@ -611,6 +611,21 @@ def apply_matmul(lowered, params) -> str:
     return "\n".join(lines)
 
 
+def stencil_vector(params, width: int) -> int:
+    """The Stencil template's vector lanes for rows ``width`` long:
+    ``params["vector"]``, halved down to 16 for narrower rows."""
+    vector = _int(params, "vector")
+    while vector > 16 and vector > width:  # narrow images: a narrower vector, not none
+        vector //= 2
+    return vector
+
+
+def stencil_rows(params, height: int) -> int:
+    """The Stencil template's rows per strip: ``params["rows"]``, at most
+    ``height``."""
+    return min(_int(params, "rows"), height)
+
+
 def apply_stencil(lowered, params) -> str:
     """Parallel strips of ``rows`` output rows, each walked row by row; an
     intermediate 2-D stage (the blur's horizontal pass) is stored per strip
@@ -629,17 +644,17 @@ def apply_stencil(lowered, params) -> str:
     two x / 3 divisions per output; measured since, a float32 division by
     a constant or a per-row value runs as fast as a copy on this machine,
     so the bound is the passes' memory traffic, not the division.)"""
-    rows, tile_x = _int(params, "rows"), int(params.get("tile_x", 0))
-    vector, sliding = _int(params, "vector"), int(params.get("sliding", 1))
+    tile_x = int(params.get("tile_x", 0))
+    sliding = int(params.get("sliding", 1))
     fix_extents(lowered)
     out = lowered.outputs[0]
     height, width = lowered.graph.outputs[0].shape
-    while vector > 16 and vector > width:  # narrow images: a narrower vector, not none
-        vector //= 2
+    vector, rows = stencil_vector(params, width), stencil_rows(params, height)
+    if lowered.shifted is not None:
+        return _apply_shifted_stencil(lowered, params, vector, rows, sliding)
     guard = hl.TailStrategy.GuardWithIf
     x, y = out.args()
     yo, yi, xo, xi = hl.Var("yo"), hl.Var("yi"), hl.Var("xo"), hl.Var("xi")
-    rows = min(rows, height)
     out.split(y, yo, yi, rows, guard)
     lines = [f"{out.name()}.split(y, yo, yi, {rows})"]
     if 0 < tile_x < width:
@@ -654,7 +669,16 @@ def apply_stencil(lowered, params) -> str:
         _vectorize(out, inner, vector)
     lines.append(f"    {'.parallel(yo)' if rows < height else ''}"
                  f".vectorize({inner.name()}, {vector})")
-    at = yi if sliding else store
+    lines += _stencil_stages(lowered, store, yi if sliding else store, yo, vector)
+    lines.append(set_prefetch(lowered, params, 1))
+    return "\n".join(filter(None, lines))
+
+
+def _stencil_stages(lowered, store, at, strip, vector: int) -> list[str]:
+    """The Stencil template's intermediate stages: a 2-D one stored per
+    ``store`` loop of the output and computed per ``at`` loop, vectorized;
+    a lower-dimensional one once per ``strip``. Returns schedule lines."""
+    out, lines = lowered.outputs[0], []
     for st in lowered.stages:
         f = st.func
         if len(st.shape) == 2:
@@ -664,8 +688,29 @@ def apply_stencil(lowered, params) -> str:
             lines.append(f"{f.name()}.store_at({out.name()}, {store.name()})"
                          f".compute_at({out.name()}, {at.name()}).vectorize(x, {vector})")
         else:  # a lower-dimensional shared value: once per strip
-            f.compute_at(out, yo)
-            lines.append(f"{f.name()}.compute_at({out.name()}, yo)")
+            f.compute_at(out, strip)
+            lines.append(f"{f.name()}.compute_at({out.name()}, {strip.name()})")
+    return lines
+
+
+def _apply_shifted_stencil(lowered, params, vector: int, rows: int, sliding: int) -> str:
+    """The Stencil template on an output whose rows are shifted to 16-byte
+    boundaries (lowering.Lowerer._define_shifted): the update's RDom is
+    (lane, block, row, strip); strips in parallel, lanes vectorized, the
+    intermediate stages per strip as in apply_stencil."""
+    out = lowered.outputs[0]
+    height = lowered.graph.outputs[0].shape[0]
+    r = lowered.shifted
+    lane, row, strip = r[0], r[2], r[3]
+    stage = out.update(0)
+    stage.allow_race_conditions()  # disjoint rows; the last strip's overlap writes equal values
+    stage.vectorize(lane)
+    lines = [f"{out.name()}.update(0)  # rows shifted to 16-byte boundaries: RDom (lane, "
+             f"block, row, strip), strips of {rows} rows", f"    .vectorize(lane, {vector})"]
+    if rows < height:
+        stage.parallel(strip)
+        lines[-1] += ".parallel(strip)"
+    lines += _stencil_stages(lowered, strip, row if sliding else strip, strip, vector)
     lines.append(set_prefetch(lowered, params, 1))
     return "\n".join(filter(None, lines))
 
