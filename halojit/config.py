@@ -31,6 +31,8 @@ ENV_VARS = {
                                       "(streaming) stores on x86-64: auto = 3/4 of the L3 cache, 0 = never"),
     "HALOJIT_COMPILE_WORKERS": ("cores, at most 4", "compile worker processes; 0 compiles in-process "
                                                     "(read by generators/worker.py)"),
+    "HALOJIT_COMPILE_TIMEOUT": ("600", "seconds one scheduler may take to compile a kernel in a worker "
+                                       "before the next one of the fallback chain runs; 0 = no limit"),
     "HALOJIT_ARTIFACT_LEVEL": ("", "feature level loaded from artifacts: avx512, avx2 or sse41 "
                                    "(default: the best the CPU runs; read by halojit.load and the C++ API)"),
 }
@@ -46,6 +48,7 @@ class Config:
     strict_float: bool
     fast_math: bool = False
     stream_min_bytes: int = 0  # 0: no streaming stores (see HALOJIT_STREAM_STORES)
+    compile_timeout: int = 600  # seconds per scheduler in a compile worker; 0: none
 
 
 def _parse_backend(raw: str) -> str:
@@ -101,4 +104,6 @@ def get_config() -> Config:
         strict_float=env.get("HALOJIT_STRICT_FLOAT", "1").strip() not in ("0", "false", "no"),
         fast_math=env.get("HALOJIT_FAST_MATH", "0").strip() not in ("", "0", "false", "no"),
         stream_min_bytes=_parse_stream(env.get("HALOJIT_STREAM_STORES", "auto")),
+        compile_timeout=_parse_int("HALOJIT_COMPILE_TIMEOUT",
+                                   env.get("HALOJIT_COMPILE_TIMEOUT", "600").strip() or "600"),
     )

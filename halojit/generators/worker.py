@@ -31,7 +31,7 @@ def _flush_c_stdio():
         pass
 
 
-def _compile_quietly(request: dict) -> dict:
+def _compile_quietly(request: dict, progress=None) -> dict:
     """compile_group with Halide's stderr chatter (storage-folding warnings)
     captured into the result's "log" instead of the user's terminal."""
     import tempfile
@@ -39,7 +39,7 @@ def _compile_quietly(request: dict) -> dict:
         saved = os.dup(2)
         os.dup2(cap.fileno(), 2)
         try:
-            result = compile_group(request)
+            result = compile_group(request, progress)
         finally:
             _flush_c_stdio()
             os.dup2(saved, 2)
@@ -49,12 +49,13 @@ def _compile_quietly(request: dict) -> dict:
     return result
 
 
-def compile_group(request: dict) -> dict:
+def compile_group(request: dict, progress=None) -> dict:
     """request: graph, fn_name, target (string), specs (fallback chain),
     out_dir, and optionally stream (indices of outputs to write with
     streaming stores; by default streaming.stream_outputs decides) and
     prefetch (indices of inputs a template may prefetch; by default
-    streaming.prefetch_inputs decides)."""
+    streaming.prefetch_inputs decides). ``progress(k, failures)`` is
+    called before the k-th spec is tried, with the failures so far."""
     import halide as hl
 
     from ..schedules.autoschedule import apply_schedule, set_estimates
@@ -77,7 +78,9 @@ def compile_group(request: dict) -> dict:
     # a CUDA kernel also keeps its PTX (<fn>.device_code) for inspection and tests
     extras = ("stmt", "schedule") + (("device_code",) if target.has_gpu_feature() else ())
     t0 = time.perf_counter()
-    for spec in request["specs"]:
+    for k, spec in enumerate(request["specs"]):
+        if progress is not None:
+            progress(k, failures)
         try:
             lowered = lower_group(graph, fn_name, spec, target, request.get("fast_math", False),
                                   stream)
@@ -125,7 +128,13 @@ def compile_group(request: dict) -> dict:
 # never re-import the user's __main__ (scripts need no `if __name__` guard).
 
 class WorkerDied(Exception):
-    pass
+    """The worker process died (a crash in Halide, or killed at the compile
+    timeout) while trying spec ``index`` of the request, after the earlier
+    ones failed with ``failures``."""
+
+    def __init__(self, message: str, index: int = 0, failures=(), timed_out: bool = False):
+        super().__init__(message)
+        self.index, self.failures, self.timed_out = index, list(failures), timed_out
 
 
 def spawn_module(module: str) -> subprocess.Popen:
@@ -145,15 +154,36 @@ class _Worker:
     def __init__(self):
         self.proc = spawn_module("halojit.generators.worker")
 
-    def call(self, request: dict) -> dict:
+    def call(self, request: dict, timeout: float = 0) -> dict:
+        """The worker's result for ``request``. It reports each spec of
+        the fallback chain as it starts it; one that runs past ``timeout``
+        seconds (0: no limit) gets the worker killed."""
         data = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+        index, failures, timer = 0, [], None
+        expired = threading.Event()
+
+        def kill():
+            expired.set()
+            self.close()
         try:
             self.proc.stdin.write(struct.pack("<Q", len(data)) + data)
             self.proc.stdin.flush()
-            status, value = _read_message(self.proc.stdout)
-        except (OSError, EOFError, struct.error) as e:
+            while True:
+                if timeout:
+                    timer = threading.Timer(timeout, kill)
+                    timer.daemon = True
+                    timer.start()
+                status, value = _read_message(self.proc.stdout)
+                if timer is not None:
+                    timer.cancel()
+                if status != "spec":
+                    break
+                index, failures = value
+        except (OSError, EOFError, struct.error, pickle.UnpicklingError) as e:
+            if timer is not None:
+                timer.cancel()
             self.close()
-            raise WorkerDied(str(e)) from None
+            raise WorkerDied(str(e), index, failures, expired.is_set()) from None
         if status == "ok":
             return value
         raise CompileError(value)
@@ -215,30 +245,34 @@ def _workers() -> int:
 
 def _run_one(request: dict) -> dict:
     """Compile ``request`` in a worker process. A scheduler whose compile
-    kills the worker (a Halide crash: SIGSEGV, SIGFPE) is recorded as a
-    failure and the next one of the fallback chain runs in a new worker,
-    as for any other failure."""
-    specs, crashed = list(request["specs"]), []
+    kills the worker (a Halide crash: SIGSEGV, SIGFPE) or runs past
+    HALOJIT_COMPILE_TIMEOUT seconds (the worker is killed) is recorded as a
+    failure and the rest of the fallback chain runs in a new worker, as
+    after any other failure."""
+    from ..config import get_config
+    timeout = get_config().compile_timeout
+    specs, failed = list(request["specs"]), []
     while True:
         w = _acquire()
         try:
-            result = w.call(dict(request, specs=specs))
-        except WorkerDied:
-            crashed.append(f"{specs[0]}: the Halide compiler crashed (its worker process died)")
-            specs = specs[1:]
+            result = w.call(dict(request, specs=specs), timeout)
+        except WorkerDied as e:
+            why = (f"took longer than {timeout} s (HALOJIT_COMPILE_TIMEOUT); its worker was killed"
+                   if e.timed_out else "the Halide compiler crashed (its worker process died)")
+            failed += e.failures + [f"{specs[e.index]}: {why}"]
+            specs = specs[e.index + 1:]
             if specs:
                 continue
             raise CompileError(
-                f"the Halide compiler crashed while compiling kernel {request['fn_name']} with "
-                "every scheduler (its worker process died); the kernel was not built. Try "
-                "another autoscheduler, or set HALOJIT_COMPILE_WORKERS=0 to reproduce "
-                "in-process.") from None
+                f"every schedule failed for kernel {request['fn_name']}, the last one because "
+                f"{why}; the kernel was not built:\n  " + "\n  ".join(failed) + "\nTry another "
+                "autoscheduler, or set HALOJIT_COMPILE_WORKERS=0 to reproduce in-process.") from None
         except BaseException:
             _release(w)
             raise
         _release(w)
-        if crashed:
-            result = dict(result, failures=crashed + list(result["failures"]),
+        if failed:
+            result = dict(result, failures=failed + list(result["failures"]),
                           requested=request["specs"][0].key)
         return result
 
@@ -268,8 +302,12 @@ def main():
             request = _read_message(stdin)
         except EOFError:
             return
+        def progress(k, failures):  # the caller times each spec from here
+            data = pickle.dumps(("spec", (k, list(failures))), protocol=pickle.HIGHEST_PROTOCOL)
+            out.write(struct.pack("<Q", len(data)) + data)
+            out.flush()
         try:
-            reply = ("ok", _compile_quietly(request))
+            reply = ("ok", _compile_quietly(request, progress))
         except CompileError as e:
             reply = ("error", str(e))
         except Exception as e:  # noqa: BLE001 - reported to the caller, who raises
