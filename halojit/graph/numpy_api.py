@@ -37,7 +37,10 @@ def implements(*funcs):
 # return a numpy scalar, as ufuncs and reductions do (tracer.zero_d_kind)
 _ZERO_D_ARRAYS = {np.where, np.select, np.piecewise, np.copy, np.broadcast_to,
                   np.broadcast_arrays, np.zeros_like, np.ones_like, np.empty_like, np.full_like,
-                  np.roll, np.pad, np.tile}
+                  np.roll, np.pad, np.tile,
+                  # their last step reshapes or squeezes an array: np.cov of 1-D, np.tensordot
+                  # of two 1-D, np.isin and np.i0 of a 0-d value, np.cross of two 2-vectors
+                  np.cov, np.tensordot, np.isin, np.i0, np.cross}
 _ZERO_D_AS_FIRST = {np.reshape, np.transpose, np.squeeze, np.swapaxes, np.moveaxis, np.real,
                     np.imag, np.astype}
 
