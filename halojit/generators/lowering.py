@@ -116,6 +116,14 @@ TRIG_CHECK_KINDS = ("trigpart", "trigflag")
 SHORT_AXIS = 64
 
 
+# A value read more than once is a Func (computed once) rather than an
+# Expr inlined at each read when it is an array; a 0-d value only when its
+# Expr, unfolded as a tree, is larger than this: np.i0 of a 0-d float64
+# (two 30-term Chebyshev recurrences, each term reading the previous two:
+# a Fibonacci-sized tree) compiled for 113-216 s under every scheduler.
+TREE_MAX = 256
+
+
 class Lowerer:
     """Builds the Halide algorithm of one local graph."""
 
@@ -178,6 +186,8 @@ class Lowerer:
         # nodes whose Expr (not a Func call) contains a transcendental's
         # polynomial, directly or through other inlined ops
         self.holds_transcendental: set[Node] = set()
+        # per lowered node, the size of its Expr as a tree (1: a Func call)
+        self.tree: dict[Node, int] = {}
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -266,7 +276,10 @@ class Lowerer:
                     if i in self.holds_transcendental and self.env[i].func is None:
                         self.env[i] = self.materialize(self.env[i], cheap=False)
             lazy = self._lower_node(node)
-            shared = self.users.get(node, 0) > 1 and node.aval.size > 1 \
+            # the node's Expr as a tree: its DAG shares the values it reads,
+            # but Halide's passes walk trees (see TREE_MAX)
+            tree = 1 + sum(self.tree.get(i, 1) for i in node.inputs if self.env[i].func is None)
+            shared = self.users.get(node, 0) > 1 and (node.aval.size > 1 or tree > TREE_MAX) \
                 and not self.is_view_of_load(node)
             deep = (node.op in DEEP_FLOAT_OPS and node.dtype.kind == "f") or (
                 node.op == "power" and node.dtype == np.float64)
@@ -277,6 +290,7 @@ class Lowerer:
                     for i in node.inputs)):
                 self.holds_transcendental.add(node)
             self.env[node] = lazy
+            self.tree[node] = tree if lazy.func is None else 1
         outputs = []
         for k, node in enumerate(self.graph.outputs):
             f = hl.Func(f"{self.name}_out{k}")
