@@ -26,12 +26,14 @@ from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, pa
 from .streaming import ALIGN, aligned_for_stream, prefetch_inputs, stream_outputs
 
 # Bump when lowering or a template changes what a cached kernel computes or how.
-CODEGEN_VERSION = "69"
+CODEGEN_VERSION = "70"
 # Groups whose values all have fewer elements are scheduled without parallel
 # loops: waking the thread pool costs more than it saves. Medians, 2-core VM,
 # kernel us, parallel / serial: softmax (16,1024) 22.6 / 18.6, (32,1024)
 # 22.6 / 26.1; chain (16K) 9.4 / 9.1, (32K) 13.0 / 17.3.
 SERIAL_MAX_ELEMENTS = 1 << 15
+# Small groups of more ops than this take Adams2019's greedy search (beam 1)
+GREEDY_MIN_OPS = 64
 # A serial Stencil with at most this many outputs (64x64: its first pass,
 # 66x64 float32, is 17 KiB) computes each stage once for the whole strip
 # (sliding=0); larger ones slide a window of rows (default_spec).
@@ -228,8 +230,14 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
             # ("computed at an invalid location"), Mullapudi2016 failed and
             # Li2018 compiled for over 20 minutes in 16 GB; this 2.4 s
             return make_spec("Elementwise", {"parallel": "0"})
-        # Adams2019 believing in one core schedules no parallel loop
-        return make_spec("Adams2019", {"parallelism": "1"})
+        # Adams2019 believing in one core schedules no parallel loop. A long
+        # group (a Python loop unrolled over small arrays) gets its greedy
+        # search: the beam's time grows faster than the stage count.
+        # Logistic regression on (200, 5) float64, compile s (run us):
+        # 10 steps 3.1 (30) -> 2.0 (23), 30 steps 27.4 (68) -> 6.9 (67), 50
+        # steps 87 -> 15.9 (116; numpy 345); 2-core AVX-512 VM
+        return make_spec("Adams2019", {"parallelism": "1", **(
+            {"beam_size": "1"} if len(local.nodes) > GREEDY_MIN_OPS else {})})
     if full_reduce_fits(local):
         return make_spec("FullReduce")
     if transpose_fits(local):
