@@ -1482,10 +1482,48 @@ def _int_position(k, dim: int, axis: int, loc) -> int:
     return i % dim
 
 
+def _const_mask(k) -> bool:
+    """A boolean array of one or more axes known while tracing (a numpy
+    array or a list of bools)."""
+    if isinstance(k, list):
+        k = np.asarray(k)
+    return isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim >= 1
+
+
+def _const_masks_as_positions(key: tuple, shape: tuple, loc) -> tuple:
+    """``key`` with each boolean array known while tracing replaced by its
+    nonzero() positions, one integer array per axis it covers (numpy's
+    rule); the mask's shape must match those axes, as numpy checks."""
+    if not any(_const_mask(k) for k in key):
+        return key
+    widths = [np.ndim(k) if _const_mask(k) else 0 if k is None or k is Ellipsis else 1
+              for k in key]
+    out, axis = [], 0
+    for k, w in zip(key, widths):
+        if k is Ellipsis:
+            axis += max(0, len(shape) - sum(widths))
+        elif _const_mask(k):
+            m = np.asarray(k)
+            for d, n in enumerate(m.shape):
+                if axis + d < len(shape) and n != shape[axis + d]:
+                    raise IndexShapeError(
+                        f"boolean index did not match indexed array along axis {axis + d}; "
+                        f"size of axis is {shape[axis + d]} but size of corresponding boolean "
+                        f"axis is {n}{format_loc(loc)}.")
+            out.extend(np.nonzero(m))
+            axis += w
+            continue
+        out.append(k)
+        axis += w
+    return tuple(out)
+
+
 def getitem(x, key):
     loc = user_loc()
     ctx = x._ctx
     key = key if isinstance(key, tuple) else (key,)
+    # a mask known while tracing selects known positions: a gather
+    key = _const_masks_as_positions(key, x.shape, loc)
     # A 0-d integer traced array (x[x.argmax()]) indexes like an int in
     # numpy; its value is known at call time only, so it is a gather (the
     # same values and shape, range-checked at every call)
@@ -1608,7 +1646,7 @@ def setitem(x, key, value):
     if getattr(x, "_readonly", None):
         x._check_writable(what)
     ctx = x._ctx
-    key = key if isinstance(key, tuple) else (key,)
+    key = _const_masks_as_positions(key if isinstance(key, tuple) else (key,), x.shape, loc)
     # x[k] += v: the view x[k] was written in place just before; x takes its value now
     if x._base is None and isinstance(value, TracedArray) and value._base is x and \
             value._seen == x._writes and x._view_writes == 1:

@@ -185,6 +185,52 @@ def test_errors_at_trace_time():
         halojit.trace(lambda z, i: np.take(z, i, axis=0, mode="clip"))(np.zeros((0, 2)), I)
 
 
+M0 = np.array([True, False, False, True, True])      # axis 0 (5)
+M12 = RNG.random((6, 7)) > 0.6                       # axes 1 and 2
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x[M0],
+    lambda x: x[list(M0)],                     # a list of bools is a mask too
+    lambda x: x[:, M12],
+    lambda x: x[..., M12[0]],
+    lambda x: x[2, M12],
+    lambda x: x[M0, 1:5:2, -1],
+    lambda x: x[np.zeros(5, bool)],            # nothing selected: zero-size
+    lambda x: x.reshape(5, 42)[:, M12.ravel()].sum(axis=1),
+], ids=["axis0", "list", "axes12", "ellipsis", "int_then_mask", "mask_slice_int", "none",
+        "then_sum"])
+def test_masks_known_while_tracing(fn):
+    """A boolean array that is not traced (a numpy array or a list made
+    outside) selects positions known while tracing: a gather, with numpy's
+    result shape and order."""
+    x = X.copy()
+    assert_same(halojit.trace(fn)(x), fn(x))
+    np.testing.assert_array_equal(x, X)
+
+
+def test_item_assignment_through_a_known_mask():
+    def f(x):
+        y = x * 2
+        y[M0] = -1
+        y[:, M12] += 1
+        return y
+    assert_same(halojit.trace(f)(X), f(X))
+
+
+def test_known_mask_of_the_wrong_shape():
+    for fn, axis, size, n in [(lambda x: x[np.ones(4, bool)], 0, 5, 4),
+                              (lambda x: x[:, np.ones((6, 3), bool)], 2, 7, 3)]:
+        with pytest.raises(IndexError) as numpy_error:
+            fn(X)
+        with pytest.raises(halojit.IndexShapeError, match=(
+                f"boolean index did not match indexed array along axis {axis}; size of axis "
+                f"is {size} but size of corresponding boolean axis is {n}")) as ours:
+            halojit.trace(fn)(X)
+        assert str(numpy_error.value) in str(ours.value)
+        assert isinstance(ours.value, IndexError)
+
+
 def test_embedding_and_label_pick_fuse():
     """An embedding lookup with its epilogue is one Elementwise kernel; a
     cross-entropy's label pick joins the row reductions."""
