@@ -1412,9 +1412,10 @@ def pad(array, pad_width, mode="constant", **kwargs):
     loc = user_loc()
     ctx = _ctx_of(array)
     a = _tr(ctx, array, loc)
-    if not isinstance(mode, str) or mode not in PAD_MODES:
+    if not isinstance(mode, str) or mode not in PAD_MODES + tuple(_PAD_STATS):
         raise UnsupportedError(f"np.pad: mode={mode!r} is not supported; expected one of "
-                               f"{PAD_MODES}{format_loc(loc)}.")
+                               f"{PAD_MODES + tuple(_PAD_STATS)}{format_loc(loc)}.")
+    stat_length = kwargs.pop("stat_length", None) if mode in _PAD_STATS else None
     value = kwargs.pop("constant_values", 0)
     if kwargs:
         raise UnsupportedError(f"np.pad: arguments {sorted(kwargs)} are not supported{format_loc(loc)}.")
@@ -1445,8 +1446,66 @@ def pad(array, pad_width, mode="constant", **kwargs):
     widths = tuple((int(lo), int(hi)) for lo, hi in widths)
     if a.ndim == 0:
         return a  # numpy pads no axis of a 0-d array
+    if mode in _PAD_STATS:
+        return _pad_stat(a, widths, mode, stat_length, loc)
     v = stored_as(value, a.dtype, "np.pad: constant_values", loc) if mode == "constant" else 0
     return ctx.emit("pad", [a], {"pad_width": widths, "mode": mode, "value": v}, loc)
+
+
+_PAD_STATS = {"maximum": np.max, "minimum": np.min, "mean": np.mean, "median": np.median}
+
+
+def _pad_stat(a, widths, mode, stat_length, loc):
+    """np.pad's statistic modes, as numpy computes them: axis by axis, each
+    side a block of the statistic over the first (last) ``stat_length``
+    values along the axis (all of them by default) of the array padded so
+    far, rounded to the nearest integer for integer arrays, then cast."""
+    func = _PAD_STATS[mode]
+    if stat_length is None:
+        lengths = [(None, None)] * a.ndim
+    else:
+        arr = np.asarray(stat_length)
+        if arr.dtype.kind not in "iu":
+            raise TypeError(f"np.pad: `stat_length` must be of integral type, got "
+                            f"{stat_length!r}{format_loc(loc)}.")
+        if (arr < 0).any():
+            raise ValueError(f"index can't contain negative values{format_loc(loc)}")
+        try:
+            lengths = [(int(lo), int(hi)) for lo, hi in np.broadcast_to(arr, (a.ndim, 2))]
+        except ValueError:
+            raise ShapeError(f"np.pad: stat_length {stat_length!r} does not fit an array of "
+                             f"{a.ndim} dimensions{format_loc(loc)}.") from None
+    x = a
+    for axis, ((lo, hi), pair) in enumerate(zip(widths, lengths)):
+        if not lo and not hi:
+            continue
+        n = a.shape[axis]
+        if n == 0:
+            raise ValueError(f"can't extend empty axis {axis} using modes other than 'constant' "
+                             f"or 'empty'{format_loc(loc)}")
+        parts = []
+        for width, length, side in ((lo, pair[0], 0), (hi, pair[1], 1)):
+            if not width:
+                continue
+            length = n if length is None else min(length, n)
+            if length == 0:
+                if mode in ("maximum", "minimum"):
+                    raise ValueError(f"stat_length of 0 yields no value for padding{format_loc(loc)}")
+                if a.dtype.kind != "f":
+                    raise UnsupportedError(f"np.pad: mode={mode!r} with a stat_length of 0 on "
+                                           f"{a.dtype} data (numpy casts NaN){format_loc(loc)}.")
+            key = [slice(None)] * a.ndim
+            key[axis] = slice(0, length) if side == 0 else slice(n - length, n)
+            stat = func(x[tuple(key)], axis=axis, keepdims=True)
+            if a.dtype.kind in "iu":
+                stat = np.around(stat)
+            stat = astype(stat, a.dtype)
+            shape = list(x.shape)
+            shape[axis] = width
+            parts.append((side, broadcast_to(stat, tuple(shape))))
+        x = concatenate([p for side, p in parts if side == 0] + [x] +
+                        [p for side, p in parts if side == 1], axis=axis)
+    return x
 
 
 # -- indexing ----------------------------------------------------------------------

@@ -341,3 +341,42 @@ def test_split_errors_name_what_was_expected():
         halojit.trace(lambda a: np.dsplit(a, 2))(x)
     with pytest.raises(halojit.UnsupportedError, match="sections must be integers known"):
         halojit.trace(lambda a, n: np.split(a, n))(x, np.int64(3))
+
+
+@pytest.mark.parametrize("mode, dtype", [
+    *((m, d) for m in ("maximum", "minimum", "mean", "median") for d in (np.float32, np.int32)),
+    ("mean", np.bool_), ("mean", np.uint8), ("median", np.float64)])
+def test_pad_statistic_modes(mode, dtype):
+    """np.pad's statistic modes as numpy computes them: axis by axis over the
+    array padded so far (so corners take statistics of pads), the first and
+    last stat_length values per side, rounded for integer arrays, NaN kept."""
+    rng = np.random.default_rng(len(mode))
+    x = (rng.standard_normal((4, 6, 9)) * 40).astype(dtype)
+    if dtype in (np.float32, np.float64):
+        x[1, 2, 3] = np.nan
+    keep = x.copy()
+    for kw, width in (({}, ((1, 2), (0, 1), (3, 0))),
+                      ({"stat_length": ((1, 3), (2, 9), (1, 1))}, 2)):
+        fn = lambda a: np.pad(a, width, mode=mode, **kw)  # noqa: E731
+        got, want = jit(fn, 3)(x), fn(x)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        if mode == "mean" and dtype in (np.float32, np.float64):
+            # halojit's mean sums float32 in float64, numpy pairwise in float32:
+            # an ulp of the summands apart (more where they cancel)
+            scale = np.finfo(dtype).eps * np.nanmax(np.abs(x)) * 4
+            np.testing.assert_allclose(got, want, rtol=0, atol=scale, equal_nan=True)
+        else:
+            np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(x, keep)
+
+
+def test_pad_statistic_mode_errors():
+    x = np.arange(12.0).reshape(3, 4)
+    with pytest.raises(ValueError, match="stat_length of 0 yields no value"):
+        jit(lambda a: np.pad(a, 1, mode="maximum", stat_length=0), 3)(x)
+    with pytest.raises(ValueError, match="negative"):
+        jit(lambda a: np.pad(a, 1, mode="mean", stat_length=-1), 3)(x)
+    with pytest.raises(ValueError, match="can't extend empty axis 0"):
+        jit(lambda a: np.pad(a, 1, mode="median"), 3)(np.zeros((0, 3)))
+    with pytest.raises(halojit.UnsupportedError, match="linear_ramp"):
+        jit(lambda a: np.pad(a, 1, mode="linear_ramp"), 3)(x)
