@@ -485,9 +485,12 @@ class TracedArray:
             raise TraceError(
                 f"numpy converted a traced array to a numpy array here{format_loc(user_loc())}: "
                 "a numpy function given a list of traced arrays (np.sum([x, y])), a traced "
-                "value or index used on a numpy array (a[0] = x, a[idx] = v, a[idx] += 1), "
-                "or a C extension. Inside the trace only shapes and dtypes are known: stack "
-                "the list first (np.sum(np.stack([x, y]))), make the array you write into "
+                "value or index used on a numpy array (a[0] = x, a[idx] = v, a[idx] += 1, "
+                "np.eye(n)[labels]), or a C extension. Inside the trace only shapes and dtypes "
+                "are known: stack the list first (np.sum(np.stack([x, y]))), pass a numpy "
+                "array read at traced indices as an argument of the traced function (then "
+                "table[idx] works; one-hot rows: (labels[:, None] == np.arange(n)).astype(x.dtype)"
+                " instead of np.eye(n)[labels]), make the array you write into "
                 "from a traced one (a = np.zeros_like(x, shape=(n,)); a[idx] = v works), "
                 "build arrays with np.stack/np.concatenate, or trace with symbolic=False to "
                 "freeze the first call's values.")

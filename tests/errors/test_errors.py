@@ -108,6 +108,18 @@ def test_numpy_converting_a_traced_value_is_a_trace_error(fn, opt_level):
         jit(fn, opt_level)(X)
 
 
+def test_reading_a_numpy_array_at_traced_indices_points_at_arguments_and_one_hot():
+    labels = np.array([1, 3, 0])
+    with pytest.raises(TraceError, match=r"np\.eye\(n\)\[labels\].*as an argument.*"
+                                         r"labels\[:, None\] == np\.arange\(n\)"):
+        jit(lambda lab: np.eye(4)[lab], 3)(labels)
+    # both ways it points at work
+    one_hot = lambda lab: (lab[:, None] == np.arange(4)).astype(np.float64)  # noqa: E731
+    np.testing.assert_array_equal(jit(one_hot, 3)(labels), np.eye(4)[labels])
+    np.testing.assert_array_equal(jit(lambda t, lab: t[lab], 3)(np.eye(4), labels),
+                                  np.eye(4)[labels])
+
+
 def test_writing_traced_values_into_a_numpy_array_points_at_zeros_like(opt_level):
     def f(x):
         h = np.zeros(4)
