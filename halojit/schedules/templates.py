@@ -698,6 +698,7 @@ def _apply_shifted_stencil(lowered, params, vector: int, rows: int, sliding: int
     boundaries (lowering.Lowerer._define_shifted): the update's RDom is
     (lane, block, row, strip); strips in parallel, lanes vectorized, the
     intermediate stages per strip as in apply_stencil."""
+    from ..generators.lowering import SHIFT_MAX_LANES
     out = lowered.outputs[0]
     height = lowered.graph.outputs[0].shape[0]
     r = lowered.shifted
@@ -706,7 +707,8 @@ def _apply_shifted_stencil(lowered, params, vector: int, rows: int, sliding: int
     stage.allow_race_conditions()  # disjoint rows; the last strip's overlap writes equal values
     stage.vectorize(lane)
     lines = [f"{out.name()}.update(0)  # rows shifted to 16-byte boundaries: RDom (lane, "
-             f"block, row, strip), strips of {rows} rows", f"    .vectorize(lane, {vector})"]
+             f"block, row, strip), strips of {rows} rows",
+             f"    .vectorize(lane, {min(SHIFT_MAX_LANES, vector)})"]
     if rows < height:
         stage.parallel(strip)
         lines[-1] += ".parallel(strip)"
