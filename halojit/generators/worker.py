@@ -219,6 +219,8 @@ def _acquire() -> _Worker:
 
 
 def _release(w: _Worker):
+    if w.proc.poll() is not None:  # killed at the timeout just as it answered: not reusable
+        return
     with _pool_lock:
         _idle.append(w)
 
