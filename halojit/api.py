@@ -49,7 +49,7 @@ def _log(msg: str):
 def convert_arg(i: int, name: str, a) -> tuple[np.ndarray, AbstractArray]:
     """(value, aval) of positional argument ``i``; weak for Python scalars."""
     if isinstance(a, np.ndarray):
-        if isinstance(a, (np.matrix, np.ma.MaskedArray)):  # their operators mean other things
+        if isinstance(a, _tracer.non_ndarray_semantics()):  # their operators mean other things
             kind = "np.matrix" if isinstance(a, np.matrix) else "a masked array"
             raise DTypeError(
                 f"argument {i} ({name}): {kind} is not supported: halojit traces plain ndarray "
@@ -72,7 +72,7 @@ def convert_arg(i: int, name: str, a) -> tuple[np.ndarray, AbstractArray]:
         arr = np.asarray(a, dtype=dt)
         return arr, AbstractArray((), arr.dtype, weak=True)
     elif isinstance(a, (list, tuple)):
-        if any(isinstance(e, (np.matrix, np.ma.MaskedArray)) for e in a):
+        if any(isinstance(e, _tracer.non_ndarray_semantics()) for e in a):
             raise DTypeError(f"argument {i} ({name}): a list holding np.matrix or masked arrays "
                              "is not supported (their operators mean other things); pass "
                              "np.asarray(...) of each.")

@@ -29,6 +29,14 @@ _state = threading.local()
 SUPPORTED_KINDS = "biuf"
 
 
+
+def non_ndarray_semantics() -> tuple[type, ...]:
+    """The ndarray subclasses whose operators mean other things: np.matrix, and
+    numpy's masked array once ``numpy.ma`` is loaded (none can exist before, and
+    ``np.ma`` would import it: ~20 ms of a new process's first call)."""
+    ma = sys.modules.get("numpy.ma")
+    return (np.matrix, ma.MaskedArray) if ma is not None else (np.matrix,)
+
 def user_loc() -> str | None:
     """file:line of the innermost frame outside halojit and numpy."""
     f = sys._getframe(1)
@@ -175,7 +183,7 @@ class TraceContext:
                                     f"{format_loc(loc)}.")
             return self.constant(np.asarray(x, dtype=dt), weak=True)
         if isinstance(x, np.ndarray):
-            if isinstance(x, (np.matrix, np.ma.MaskedArray)):
+            if isinstance(x, non_ndarray_semantics()):
                 raise DTypeError(
                     f"{type(x).__name__} operand{format_loc(loc)}: halojit traces plain ndarray "
                     "semantics (np.matrix's * is a matrix product, a masked array has a mask); "

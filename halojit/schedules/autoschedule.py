@@ -7,9 +7,11 @@ itself runs in a worker process (see ``generators/worker.py``).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from ..errors import HalojitError
 
@@ -196,22 +198,28 @@ def apply_schedule(lowered, target, spec: ScheduleSpec):
     return results, None
 
 
-_FUNC_DECL = re.compile(r"^\s*Func (\w+) = pipeline\.get_func\((\d+)\);$", re.M)
-_VAR_DECL = re.compile(
-    r'^\s*Var (\w+)\((?:"(\w+)"|\w+\.get_schedule\(\)\.dims\(\)\[\d+\]\.var)\);$', re.M)
-_FUNC_BLOCK = re.compile(r"^[ \t]*(\w+)\n((?:[ \t]*\..*\n)+)", re.M)
-_COMPUTE_AT = re.compile(r"\.compute_at\((\w+), (\w+)\)")
-_STORE_AT = re.compile(r"\.store_at\((\w+), (\w+)\)")
-_REORDER = re.compile(r"\.reorder\(\{([^}]*)\}\)")
-_PARALLEL = re.compile(r"\.parallel\((\w+)")
+@functools.cache
+def _patterns() -> SimpleNamespace:
+    """The schedule-source patterns of ``unslide``, compiled on first use (3 ms
+    of every new process's first call otherwise, where kernels load from disk)."""
+    return SimpleNamespace(
+        func_decl=re.compile(r"^\s*Func (\w+) = pipeline\.get_func\((\d+)\);$", re.M),
+        var_decl=re.compile(
+            r'^\s*Var (\w+)\((?:"(\w+)"|\w+\.get_schedule\(\)\.dims\(\)\[\d+\]\.var)\);$', re.M),
+        func_block=re.compile(r"^[ \t]*(\w+)\n((?:[ \t]*\..*\n)+)", re.M),
+        compute_at=re.compile(r"\.compute_at\((\w+), (\w+)\)"),
+        store_at=re.compile(r"\.store_at\((\w+), (\w+)\)"),
+        reorder=re.compile(r"\.reorder\(\{([^}]*)\}\)"),
+        parallel=re.compile(r"\.parallel\((\w+)"))
 
 
 def _parallel_between(consumer_body: str, inner: str, outer: str | None) -> bool:
     """Whether a parallel loop of the consumer lies from ``inner`` (included)
     out to ``outer`` (excluded; None: the root), where Halide does not slide;
     unknown loop orders count as parallel when any loop is."""
-    parallel = set(_PARALLEL.findall(consumer_body))
-    order = _REORDER.search(consumer_body)
+    pat = _patterns()
+    parallel = set(pat.parallel.findall(consumer_body))
+    order = pat.reorder.search(consumer_body)
     if not parallel:
         return False
     if order is None:
@@ -239,13 +247,14 @@ def unslide(pipeline, results) -> list[str]:
     stack moves to Halide's choice (the heap when large). Of 12639
     Adams2019 schedules in the test and fuzz caches, 227 slid."""
     import halide as hl
+    pat = _patterns()
     source = results.schedule_source
-    funcs = {name: pipeline.get_func(int(k)) for name, k in _FUNC_DECL.findall(source)}
-    var_names = {ident: literal or ident for ident, literal in _VAR_DECL.findall(source)}
-    blocks = dict(_FUNC_BLOCK.findall(source))
+    funcs = {name: pipeline.get_func(int(k)) for name, k in pat.func_decl.findall(source)}
+    var_names = {ident: literal or ident for ident, literal in pat.var_decl.findall(source)}
+    blocks = dict(pat.func_block.findall(source))
     changed = []
     for name, body in blocks.items():
-        compute, store = _COMPUTE_AT.search(body), _STORE_AT.search(body)
+        compute, store = pat.compute_at.search(body), pat.store_at.search(body)
         if compute is None or (store is None and ".store_root()" not in body):
             continue
         if store is not None and store.groups() == compute.groups():

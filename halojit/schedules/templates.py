@@ -14,7 +14,6 @@ import os
 import halide as hl
 
 from ..errors import HalojitError
-from ..generators.lowering import TRIG_CHECK_KINDS
 from ..graph.passes.flatten import merge_trailing
 from ..graph.ops.reduce import SCANS, SCATTERS, SORTS
 from .col_reduce import COL_REDUCE, apply_col_reduce, col_reduce_fits
@@ -360,6 +359,7 @@ def apply_row_reduce(lowered, params) -> str:
     lines.append(f"{out.name()}.split(row, rb, ri, {block}).split(rb, ro, rb, {per})"
                  f"{'.parallel(ro)' if per < blocks else ''}.vectorize(x, {vector})")
     computed = [out]
+    from ..generators.lowering import TRIG_CHECK_KINDS
     for st in lowered.stages:
         f = st.func
         if st.kind in TRIG_CHECK_KINDS:
@@ -827,6 +827,7 @@ def task_params(lowered, params) -> tuple[int, int, bool]:
 def inline_stages(lowered) -> None:
     """Every stored value but the sin/cos/tan check inlined where read
     (computed once per lane by CSE)."""
+    from ..generators.lowering import TRIG_CHECK_KINDS
     for st in lowered.stages:
         if st.kind not in TRIG_CHECK_KINDS:
             st.func.compute_inline()
