@@ -1412,11 +1412,17 @@ def pad(array, pad_width, mode="constant", **kwargs):
     loc = user_loc()
     ctx = _ctx_of(array)
     a = _tr(ctx, array, loc)
-    if not isinstance(mode, str) or mode not in PAD_MODES + tuple(_PAD_STATS):
+    modes = PAD_MODES + tuple(_PAD_STATS) + ("linear_ramp", "empty")
+    if callable(mode):
+        raise UnsupportedError(f"np.pad: a function as mode is not supported (numpy calls it "
+                               f"on each 1-D slice, in Python); expected one of {modes}"
+                               f"{format_loc(loc)}.")
+    if not isinstance(mode, str) or mode not in modes:
         raise UnsupportedError(f"np.pad: mode={mode!r} is not supported; expected one of "
-                               f"{PAD_MODES + tuple(_PAD_STATS)}{format_loc(loc)}.")
+                               f"{modes}{format_loc(loc)}.")
     stat_length = kwargs.pop("stat_length", None) if mode in _PAD_STATS else None
-    value = kwargs.pop("constant_values", 0)
+    end_values = kwargs.pop("end_values", 0) if mode == "linear_ramp" else None
+    value = kwargs.pop("constant_values", 0) if mode in ("constant", "empty") else 0
     if kwargs:
         raise UnsupportedError(f"np.pad: arguments {sorted(kwargs)} are not supported{format_loc(loc)}.")
     if isinstance(pad_width, dict):  # numpy >= 2.3: {axis: width or (before, after)}, others 0
@@ -1448,8 +1454,79 @@ def pad(array, pad_width, mode="constant", **kwargs):
         return a  # numpy pads no axis of a 0-d array
     if mode in _PAD_STATS:
         return _pad_stat(a, widths, mode, stat_length, loc)
+    if mode == "linear_ramp":
+        return _pad_linear_ramp(a, widths, end_values, loc)
+    if mode == "empty":  # numpy leaves the pads undefined: zeros here
+        mode = "constant"
     v = stored_as(value, a.dtype, "np.pad: constant_values", loc) if mode == "constant" else 0
     return ctx.emit("pad", [a], {"pad_width": widths, "mode": mode, "value": v}, loc)
+
+
+def _end_value_pairs(end_values, ndim: int, loc) -> list:
+    """np.pad's (before, after) end values per axis, as numpy reads them
+    (_as_pairs): one or two values become numpy scalars of their array's
+    dtype, which take part in the ramp's dtype; a per-axis table becomes
+    Python numbers, which do not."""
+    x = np.array(end_values)
+    if x.dtype.kind not in "biuf":
+        raise UnsupportedError(f"np.pad: end_values of dtype {x.dtype} are not supported; "
+                               f"expected real numbers{format_loc(loc)}.")
+    if x.ndim < 3 and x.size == 1:
+        v = x.ravel()[0]
+        return [(v, v)] * ndim
+    if x.ndim < 3 and x.size == 2 and x.shape != (2, 1):
+        v = x.ravel()
+        return [(v[0], v[1])] * ndim
+    try:
+        return np.broadcast_to(x, (ndim, 2)).tolist()
+    except ValueError:
+        raise ValueError(f"np.pad: end_values of shape {x.shape} do not fit an array of {ndim} "
+                         f"dimensions{format_loc(loc)}") from None
+
+
+def _pad_linear_ramp(a, widths, end_values, loc):
+    """np.pad's linear_ramp, as numpy computes it: axis by axis over the
+    array padded so far, each side np.linspace(end value, edge, width,
+    endpoint=False) in its dtype (the end value's and the array's, at least
+    a float; ``y * step``, or ``y / width * delta`` where any step is 0),
+    floored for integer arrays, then cast; the after side reversed."""
+    pairs = _end_value_pairs(end_values, a.ndim, loc)
+    x = a
+    for axis, ((lo, hi), ends) in enumerate(zip(widths, pairs)):
+        if not lo and not hi:
+            continue
+        n = a.shape[axis]
+        if n == 0:
+            raise ValueError(f"can't extend empty axis {axis} using modes other than 'constant' "
+                             f"or 'empty'{format_loc(loc)}")
+        parts = []
+        for width, end, side in ((lo, ends[0], 0), (hi, ends[1], 1)):
+            if not width:
+                continue
+            # numpy's own choice of linspace's dtype for these operands
+            dt = np.linspace(end, np.zeros(1, a.dtype), 1, endpoint=False).dtype
+            if dt.kind not in "f":
+                raise UnsupportedError(f"np.pad: a linear ramp in {dt} is not supported"
+                                       f"{format_loc(loc)}.")
+            key = [slice(None)] * a.ndim
+            key[axis] = slice(0, 1) if side == 0 else slice(n - 1, n)
+            start = np.asarray(end).astype(dt)
+            delta = astype(x[tuple(key)], dt) - start
+            step = delta / width
+            shape = [1] * a.ndim
+            shape[axis] = width
+            y = np.arange(width, dtype=dt).reshape(shape)
+            ramp = np.where(np.any(step == 0), (y / dt.type(width)) * delta, y * step) + start
+            if a.dtype.kind in "iu":
+                ramp = np.floor(ramp)
+            ramp = astype(ramp, a.dtype)
+            if side == 1:
+                key[axis] = slice(None, None, -1)
+                ramp = ramp[tuple(key)]
+            parts.append((side, ramp))
+        x = concatenate([p for side, p in parts if side == 0] + [x] +
+                        [p for side, p in parts if side == 1], axis=axis)
+    return x
 
 
 _PAD_STATS = {"maximum": np.max, "minimum": np.min, "mean": np.mean, "median": np.median}

@@ -378,5 +378,59 @@ def test_pad_statistic_mode_errors():
         jit(lambda a: np.pad(a, 1, mode="mean", stat_length=-1), 3)(x)
     with pytest.raises(ValueError, match="can't extend empty axis 0"):
         jit(lambda a: np.pad(a, 1, mode="median"), 3)(np.zeros((0, 3)))
-    with pytest.raises(halojit.UnsupportedError, match="linear_ramp"):
-        jit(lambda a: np.pad(a, 1, mode="linear_ramp"), 3)(x)
+    with pytest.raises(halojit.UnsupportedError, match="a function as mode"):
+        jit(lambda a: np.pad(a, 1, mode=lambda v, w, i, kw: None), 3)(x)
+    with pytest.raises(halojit.UnsupportedError, match="'lineal'.*linear_ramp"):
+        jit(lambda a: np.pad(a, 1, mode="lineal"), 3)(x)
+
+
+def _ramp_cases(dtype):
+    neg = -1 if np.dtype(dtype).kind != "u" else 1  # numpy wraps -3.0 into uint8: undefined
+    cases = [(((2, 0), (1, 3)), [(1, 2), (neg * 3, 0.1)]),
+             (((1, 3), (4, 1)), (3, neg * 2.5))]
+    if dtype in (np.float32, np.int32):  # every way to give end values, one dtype of each kind
+        cases += [(2, 0), ((1, 2), np.float32(1.5))]
+    if dtype in (np.float32, np.float64):  # y / width * delta and y * step round apart
+        cases += [(((0, 0), (5, 6)), 0)]
+    return cases
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32, np.uint8,
+                                   np.bool_])
+def test_pad_linear_ramp(dtype):
+    """np.pad's linear_ramp as numpy computes it, bit for bit: axis by axis
+    over the array padded so far, np.linspace from the end value to the edge
+    in numpy's dtype for it (a lone end value is a numpy scalar and widens
+    it, a per-axis table does not), floored for integers, the after side
+    reversed; NaN and inf edges too. Also mode='empty' (numpy leaves those
+    pads undefined)."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((5, 4)) * 40).astype(dtype)
+    if dtype in (np.float32, np.float64):
+        x[0, 0], x[4, 3], x[1, 0] = np.nan, np.inf, -np.inf
+    x[2, 0] = 0  # a step of 0 beside an end value of 0: numpy then takes y / width * delta
+    keep = x.copy()
+    for width, ends in _ramp_cases(dtype):
+        fn = lambda a: np.pad(a, width, mode="linear_ramp", end_values=ends)  # noqa: E731
+        with np.errstate(invalid="ignore"):  # inf - inf
+            want = fn(x)
+            got = jit(fn, 3)(x)
+        assert got.dtype == want.dtype and got.shape == want.shape, (width, ends)
+        np.testing.assert_array_equal(got, want, err_msg=f"{width} {ends}")
+    if dtype == np.float32:
+        got = jit(lambda a: np.pad(a, ((1, 0), (0, 2)), mode="empty"), 3)(x)
+        assert got.dtype == x.dtype and got.shape == (6, 6)
+        np.testing.assert_array_equal(got[1:, :4], x)
+    np.testing.assert_array_equal(x, keep)
+
+
+def test_pad_linear_ramp_errors():
+    x = np.arange(12.0).reshape(3, 4)
+    with pytest.raises(ValueError, match="can't extend empty axis 0"):
+        jit(lambda a: np.pad(a, 1, mode="linear_ramp"), 3)(np.zeros((0, 3)))
+    with pytest.raises(ValueError, match="end_values"):
+        jit(lambda a: np.pad(a, 1, mode="linear_ramp", end_values=[1, 2, 3]), 3)(x)
+    with pytest.raises(halojit.UnsupportedError, match="end_values"):
+        jit(lambda a: np.pad(a, 1, mode="linear_ramp", end_values=1j), 3)(x)
+    with pytest.raises(halojit.UnsupportedError, match="stat_length"):
+        jit(lambda a: np.pad(a, 1, mode="linear_ramp", stat_length=2), 3)(x)
