@@ -230,6 +230,26 @@ def _parallel_between(consumer_body: str, inner: str, outer: str | None) -> bool
     return bool(parallel & set(loops[loops.index(inner):loops.index(outer) if outer else None]))
 
 
+def _source_funcs(pipeline, decls) -> dict:
+    """The Funcs a schedule source declares (``Func name =
+    pipeline.get_func(k)``), found by name: the source's indices count the
+    Funcs before scheduling, and Mullapudi2016 inlines trivial ones (an input's
+    wrapper) into their callers, which drops them from the pipeline's order
+    (``get_func(3)`` of the row sum's 3 Funcs raised, and every Mullapudi2016
+    candidate of the group failed). Names are matched as the source spells them
+    (``sum_1$1`` as ``sum_1_1``); an index is the fallback."""
+    current, k = {}, 0
+    while True:
+        try:
+            func = pipeline.get_func(k)
+        except Exception:  # past the last Func: Halide has no count of them
+            break
+        current[re.sub(r"\W", "_", func.name())] = func
+        k += 1
+    return {name: current[name] if name in current else pipeline.get_func(int(index))
+            for name, index in decls if name in current or int(index) < k}
+
+
 def unslide(pipeline, results) -> list[str]:
     """Compute every Func an autoscheduler stored outside its compute level
     (``store_at``/``store_root`` above ``compute_at``) at its store level
@@ -249,7 +269,7 @@ def unslide(pipeline, results) -> list[str]:
     import halide as hl
     pat = _patterns()
     source = results.schedule_source
-    funcs = {name: pipeline.get_func(int(k)) for name, k in pat.func_decl.findall(source)}
+    funcs = _source_funcs(pipeline, pat.func_decl.findall(source))
     var_names = {ident: literal or ident for ident, literal in pat.var_decl.findall(source)}
     blocks = dict(pat.func_block.findall(source))
     changed = []

@@ -107,3 +107,14 @@ def test_unslide_reads_store_root_and_leaves_unknown_forms():
     ser = _Results(plain + consumer.replace("parallel(v0i)", "parallel(v0)")
                    + "t\n    .compute_at(out, v0i)\n    .store_at(out, v1);\n")
     assert unslide(pipeline, ser) == ["t"]
+
+
+def test_mullapudi_row_sum_schedules_without_falling_back():
+    """Mullapudi2016 inlines an input's wrapper Func, so the indices of the
+    source's get_func lines overran the scheduled pipeline (3 Funcs) and
+    unslide raised: every Mullapudi2016 candidate of a row sum failed."""
+    x = np.random.default_rng(3).standard_normal((96, 200)).astype(np.float32)
+    f = halojit.trace(lambda a: a.sum(axis=1), autoscheduler="Mullapudi2016")
+    schedule = f.lower(x).groups[0].schedule
+    assert "Mullapudi2016" in schedule and "Adams2019" not in schedule
+    np.testing.assert_allclose(f(x), x.sum(axis=1), rtol=1e-5, atol=1e-5)
