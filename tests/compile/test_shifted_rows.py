@@ -131,7 +131,10 @@ def test_mark_nontemporal_realigns_vector_stores_only():
     assert "align 4," in stores[1]                                          # scalar: as it was
     assert "ptr %q, align 4," in stores[2]                                  # not realigned
     assert "align 32," in stores[3]                                         # never lowered
-    assert all("!nontemporal" in s for s in stores)
+    # a shifted row's leftover columns (scalar stores) stay plain: streamed,
+    # they halved the blur's speed on an Intel VM; the rest stream
+    assert "!nontemporal" not in stores[1]
+    assert all("!nontemporal" in s for k, s in enumerate(stores) if k != 1)
 
 
 def test_row_shift():
