@@ -26,7 +26,7 @@ from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, pa
 from .streaming import ALIGN, aligned_for_stream, prefetch_inputs, stream_outputs
 
 # Bump when lowering or a template changes what a cached kernel computes or how.
-CODEGEN_VERSION = "74"
+CODEGEN_VERSION = "75"
 # Groups whose values all have fewer elements are scheduled without parallel
 # loops: waking the thread pool costs more than it saves. Medians, 2-core VM,
 # kernel us, parallel / serial: softmax (16,1024) 22.6 / 18.6, (32,1024)
@@ -270,7 +270,7 @@ def kernel_name(local: Graph, spec: ScheduleSpec, target, stream=None, prefetch=
     if get_config().fast_math:  # the lowering differs, not only the target
         parts += ("fast_math",)
     if stream is None:
-        stream = stream_outputs(local, target)
+        stream = stream_outputs(local, target, spec)
     if stream:
         parts += ("stream" + ",".join(map(str, stream)),)
     if prefetch is None:
@@ -294,7 +294,7 @@ def compile_kernels(groups: list[Group], target, autoscheduler=None) -> list[Ker
         local = group_graph(g)
         # A user-given autoscheduler wins, then a tuning run's recorded best.
         spec = user_spec or tuned_spec(local, target) or default_spec(local, target)
-        stream = stream_outputs(local, target)
+        stream = stream_outputs(local, target, spec)
         prefetch = prefetch_inputs(local, target)
         fn = kernel_name(local, spec, target, stream, prefetch)
         so = out_dir / f"{fn}.so"

@@ -1596,6 +1596,25 @@ SHIFT_MIN_BLOCKS = 16
 SHIFT_MAX_LANES = 32
 
 
+def shifted_rows(graph: Graph, spec) -> tuple[int, int, int] | None:
+    """Lowerer.shift_rows for ``graph``'s first output under ``spec`` when
+    that output streams: the Stencil template (whole rows, no x tiles) on
+    rows that are not 16-byte multiples (streaming.row_shift) and at least
+    SHIFT_MIN_BLOCKS vectors long; else None."""
+    if spec is None or spec.name != "Stencil":
+        return None
+    from ..schedules.templates import stencil_fits, stencil_rows, stencil_vector
+    from .streaming import row_shift
+    out = graph.outputs[0]
+    params = dict(spec.params)
+    a = row_shift(out.shape, out.dtype.itemsize)
+    vector = min(SHIFT_MAX_LANES, stencil_vector(params, out.shape[-1]))
+    if a and stencil_fits(graph) and str(params.get("tile_x", "0")) == "0" \
+            and vector % a == 0 and out.shape[-1] >= SHIFT_MIN_BLOCKS * vector:
+        return a, vector, stencil_rows(params, out.shape[0])
+    return None
+
+
 def lower_group(graph: Graph, name: str, spec=None, target=None,
                 fast_math: bool = False, streamed=()) -> LoweredGroup:
     """The group's algorithm. ``spec`` (a ScheduleSpec) and ``target`` (the
@@ -1629,17 +1648,8 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
     if spec is not None and spec.name == "Concat":
         from ..schedules.concat import concat_fits
         pieces = concat_fits(graph)
-    if spec is not None and spec.name == "Stencil" and 0 in streamed:
-        from ..schedules.templates import stencil_fits
-        from .streaming import row_shift
-        from ..schedules.templates import stencil_rows, stencil_vector
-        out = graph.outputs[0]
-        params = dict(spec.params)
-        a = row_shift(out.shape, out.dtype.itemsize)
-        vector = min(SHIFT_MAX_LANES, stencil_vector(params, out.shape[-1]))
-        if a and stencil_fits(graph) and str(params.get("tile_x", "0")) == "0" \
-                and vector % a == 0 and out.shape[-1] >= SHIFT_MIN_BLOCKS * vector:
-            shift = (a, vector, stencil_rows(params, out.shape[0]))
+    if 0 in streamed:
+        shift = shifted_rows(graph, spec)
 
     def lower(fast_trig):
         lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, lanes, gpu=gpu,

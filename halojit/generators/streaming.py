@@ -107,11 +107,24 @@ def _large(nodes, target) -> tuple[int, ...]:
     return found
 
 
-def stream_outputs(local: Graph, target) -> tuple[int, ...]:
-    """Indices of ``local``'s outputs a kernel for ``target`` writes with
-    streaming stores: on x86-64 CPU targets with llvmlite installed, the
-    outputs of at least the configured size."""
-    return _large(local.outputs, target)
+def stream_outputs(local: Graph, target, spec=None) -> tuple[int, ...]:
+    """Indices of ``local``'s outputs a kernel for ``target`` scheduled by
+    ``spec`` writes with streaming stores: on x86-64 CPU targets with
+    llvmlite installed, the outputs of at least the configured size whose
+    rows are 16-byte multiples (``alignable``), or whose rows the kernel
+    shifts to 16-byte boundaries (lowering.shifted_rows).
+
+    Other rows stream as 8-byte ``movnti`` with partial lines at every row's
+    ends, which a 2-core Intel Xeon (Sapphire Rapids class) KVM VM pays for
+    dearly: relu(x + b) on 16M float32 elements into out=, rows 1023, 1021,
+    4094 and 333 wide, 21-40 ms streamed against 10-17 ms with plain stores
+    (1024-wide rows: 14-17 ms either way). On the 2-core AMD VM they gained
+    little over plain stores (the 4096x4096 blur's 4094-wide rows: 6.2-7.2
+    against 7.0-7.2 ms, see above)."""
+    from .lowering import shifted_rows
+    return tuple(k for k in _large(local.outputs, target)
+                 if alignable(local.outputs[k].shape, local.outputs[k].dtype.itemsize)
+                 or (k == 0 and shifted_rows(local, spec) is not None))
 
 
 def prefetch_inputs(local: Graph, target) -> tuple[int, ...]:
@@ -126,7 +139,8 @@ def prefetch_inputs(local: Graph, target) -> tuple[int, ...]:
 def alignable(shape, itemsize: int) -> bool:
     """Whether a streamed output of this shape asks for 16-byte alignment:
     when its rows are whole multiples of 16 bytes, so that every contiguous
-    array of the shape has it. Others stream unaligned (``movnti``)."""
+    array of the shape has it. Others stream only with their rows shifted
+    to 16-byte boundaries (``row_shift``; see ``stream_outputs``)."""
     return len(shape) < 2 or shape[-1] * itemsize % ALIGN == 0
 
 

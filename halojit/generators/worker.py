@@ -70,8 +70,8 @@ def compile_group(request: dict, progress=None) -> dict:
     failures = []
     # outputs written with streaming stores: the caller's choice (it named the kernel after it)
     stream = request.get("stream")
-    if stream is None:
-        stream = stream_outputs(graph, target)
+    if stream is None:  # as kernel_name decides it, by the first spec
+        stream = stream_outputs(graph, target, request["specs"][0] if request["specs"] else None)
     prefetchable = request.get("prefetch")
     if prefetchable is None:
         prefetchable = prefetch_inputs(graph, target)
