@@ -49,40 +49,6 @@ def test_cached_kernels_do_not_import_llvmlite(tmp_path):
     assert json.loads(next(tmp_path.glob("kernels/*/hj_*.json")).read_text())["streamed"]
 
 
-def _fake_cache(root, index, level, kind, size):
-    d = root / f"index{index}"
-    d.mkdir()
-    for name, value in (("level", level), ("type", kind), ("size", size)):
-        (d / name).write_text(f"{value}\n")
-
-
-def test_sysfs_cache_sizes(tmp_path):
-    from halojit.config import _sysfs_cache_bytes
-    _fake_cache(tmp_path, 0, 1, "Data", "48K")
-    _fake_cache(tmp_path, 1, 1, "Instruction", "32K")
-    _fake_cache(tmp_path, 2, 2, "Unified", "2048K")
-    _fake_cache(tmp_path, 3, 3, "Unified", "107520K")
-    assert _sysfs_cache_bytes(3, str(tmp_path)) == 107520 << 10
-    assert _sysfs_cache_bytes(2, str(tmp_path)) == 2 << 20
-    assert _sysfs_cache_bytes(1, str(tmp_path)) == 48 << 10  # the data cache, not the instruction one
-    assert _sysfs_cache_bytes(4, str(tmp_path)) == 0
-    assert _sysfs_cache_bytes(3, str(tmp_path / "missing")) == 0
-    (tmp_path / "index3" / "size").write_text("garbage\n")
-    assert _sysfs_cache_bytes(3, str(tmp_path)) == 0
-
-
-def test_l3_size_from_sysfs_when_sysconf_lacks_it(monkeypatch):
-    config = sys.modules["halojit.config"]  # halojit.config, the attribute, is a function
-
-    def no_name(name):
-        raise ValueError("unrecognized configuration name")
-    monkeypatch.setattr(config.os, "sysconf", no_name)
-    monkeypatch.setattr(config, "_sysfs_cache_bytes", lambda level: 96 << 20 if level == 3 else 0)
-    assert config.l3_cache_bytes() == 96 << 20
-    monkeypatch.setattr(config, "_sysfs_cache_bytes", lambda level: 0)
-    assert config.l3_cache_bytes() == 32 << 20  # neither: the default
-
-
 def test_threshold_setting(monkeypatch):
     monkeypatch.delenv("HALOJIT_STREAM_STORES", raising=False)
     assert get_config().stream_min_bytes == l3_cache_bytes() * 3 // 4 > 0
