@@ -121,10 +121,17 @@ def stream_outputs(local: Graph, target, spec=None) -> tuple[int, ...]:
     (1024-wide rows: 14-17 ms either way). On the 2-core AMD VM they gained
     little over plain stores (the 4096x4096 blur's 4094-wide rows: 6.2-7.2
     against 7.0-7.2 ms, see above)."""
-    from .lowering import shifted_rows
-    return tuple(k for k in _large(local.outputs, target)
-                 if alignable(local.outputs[k].shape, local.outputs[k].dtype.itemsize)
-                 or (k == 0 and shifted_rows(local, spec) is not None))
+    found = []
+    for k in _large(local.outputs, target):
+        out = local.outputs[k]
+        if not alignable(out.shape, out.dtype.itemsize):
+            if k:
+                continue
+            from .lowering import shifted_rows  # here only: a warm call never imports lowering
+            if shifted_rows(local, spec) is None:
+                continue
+        found.append(k)
+    return tuple(found)
 
 
 def prefetch_inputs(local: Graph, target) -> tuple[int, ...]:
