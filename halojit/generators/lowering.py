@@ -23,6 +23,7 @@ from . import halide_ops as H
 from .chunks import (CHUNKS, GPU_CHUNKS, GPU_LANES, GPU_ROW_LANES, LANES,  # noqa: F401
                      LAST_CHUNK_VECTORS, LAST_CHUNKS, SPLIT_MIN, chunking)
 from .compile import native_lanes
+from .streaming import shifted_rows
 
 
 class Lazy:
@@ -1582,37 +1583,6 @@ def _fast_trig(graph: Graph, spec, gpu: bool, fast_math: bool) -> bool:
     if spec.name not in ("Elementwise", "Concat", "RowReduce", "ColReduce", "FullReduce"):
         return False
     return _APPLY[spec.name][0](graph)
-
-
-# Shifted rows (Lowerer.shift_rows) for rows of at least this many vectors:
-# a row's leftover columns (up to a vector and 3) take per-lane loads and
-# scalar stores, a few vectors' time; on the 4096x4096 blur (63 body
-# vectors of 64 lanes a row) the aligned stores save 10-20% of the kernel
-# (2-core AVX-512 VM), so rows a fraction as long would gain nothing.
-SHIFT_MIN_BLOCKS = 16
-# ... and blocks of at most this many lanes: the leftover columns' block
-# compiles lane by lane (the 4096x4096 blur's kernel, 64 lanes: 0.77 s to
-# compile, 32: 0.24, 16: 0.17; run times alike, 4.2-4.5 ms with out=)
-SHIFT_MAX_LANES = 32
-
-
-def shifted_rows(graph: Graph, spec) -> tuple[int, int, int] | None:
-    """Lowerer.shift_rows for ``graph``'s first output under ``spec`` when
-    that output streams: the Stencil template (whole rows, no x tiles) on
-    rows that are not 16-byte multiples (streaming.row_shift) and at least
-    SHIFT_MIN_BLOCKS vectors long; else None."""
-    if spec is None or spec.name != "Stencil":
-        return None
-    from ..schedules.templates import stencil_fits, stencil_rows, stencil_vector
-    from .streaming import row_shift
-    out = graph.outputs[0]
-    params = dict(spec.params)
-    a = row_shift(out.shape, out.dtype.itemsize)
-    vector = min(SHIFT_MAX_LANES, stencil_vector(params, out.shape[-1]))
-    if a and stencil_fits(graph) and str(params.get("tile_x", "0")) == "0" \
-            and vector % a == 0 and out.shape[-1] >= SHIFT_MIN_BLOCKS * vector:
-        return a, vector, stencil_rows(params, out.shape[0])
-    return None
 
 
 def lower_group(graph: Graph, name: str, spec=None, target=None,

@@ -112,7 +112,7 @@ def stream_outputs(local: Graph, target, spec=None) -> tuple[int, ...]:
     ``spec`` writes with streaming stores: on x86-64 CPU targets with
     llvmlite installed, the outputs of at least the configured size whose
     rows are 16-byte multiples (``alignable``), or whose rows the kernel
-    shifts to 16-byte boundaries (lowering.shifted_rows).
+    shifts to 16-byte boundaries (``shifted_rows``).
 
     Other rows stream as 8-byte ``movnti`` with partial lines at every row's
     ends, which a 2-core Intel Xeon (Sapphire Rapids class) KVM VM pays for
@@ -127,11 +127,40 @@ def stream_outputs(local: Graph, target, spec=None) -> tuple[int, ...]:
         if not alignable(out.shape, out.dtype.itemsize):
             if k:
                 continue
-            from .lowering import shifted_rows  # here only: a warm call never imports lowering
             if shifted_rows(local, spec) is None:
                 continue
         found.append(k)
     return tuple(found)
+
+
+# Shifted rows (Lowerer.shift_rows) for rows of at least this many vectors:
+# a row's leftover columns (up to a vector and 3) take per-lane loads and
+# scalar stores, a few vectors' time; on the 4096x4096 blur (63 body
+# vectors of 64 lanes a row) the aligned stores save 10-20% of the kernel
+# (2-core AVX-512 VM), so rows a fraction as long would gain nothing.
+SHIFT_MIN_BLOCKS = 16
+# ... and blocks of at most this many lanes: the leftover columns' block
+# compiles lane by lane (the 4096x4096 blur's kernel, 64 lanes: 0.77 s to
+# compile, 32: 0.24, 16: 0.17; run times alike, 4.2-4.5 ms with out=)
+SHIFT_MAX_LANES = 32
+
+
+def shifted_rows(graph: Graph, spec) -> tuple[int, int, int] | None:
+    """lowering.Lowerer.shift_rows for ``graph``'s first output under ``spec`` when
+    that output streams: the Stencil template (whole rows, no x tiles) on
+    rows that are not 16-byte multiples (streaming.row_shift) and at least
+    SHIFT_MIN_BLOCKS vectors long; else None."""
+    if spec is None or spec.name != "Stencil":
+        return None
+    from ..schedules.templates import stencil_fits, stencil_rows, stencil_vector
+    out = graph.outputs[0]
+    params = dict(spec.params)
+    a = row_shift(out.shape, out.dtype.itemsize)
+    vector = min(SHIFT_MAX_LANES, stencil_vector(params, out.shape[-1]))
+    if a and stencil_fits(graph) and str(params.get("tile_x", "0")) == "0" \
+            and vector % a == 0 and out.shape[-1] >= SHIFT_MIN_BLOCKS * vector:
+        return a, vector, stencil_rows(params, out.shape[0])
+    return None
 
 
 def prefetch_inputs(local: Graph, target) -> tuple[int, ...]:

@@ -698,7 +698,7 @@ def _apply_shifted_stencil(lowered, params, vector: int, rows: int, sliding: int
     boundaries (lowering.Lowerer._define_shifted): the update's RDom is
     (lane, block, row, strip); strips in parallel, lanes vectorized, the
     intermediate stages per strip as in apply_stencil."""
-    from ..generators.lowering import SHIFT_MAX_LANES
+    from ..generators.streaming import SHIFT_MAX_LANES
     out = lowered.outputs[0]
     height = lowered.graph.outputs[0].shape[0]
     r = lowered.shifted
