@@ -69,6 +69,21 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
     users = graph.users()
     outs = set(graph.outputs)
 
+    def merged_inputs(subset, s, n) -> list[Node]:
+        """The external inputs of ``subset``'s groups (the set ``s``) and ``n``
+        joined."""
+        ext: dict[Node, None] = {}
+        for i in [i for g in subset for i in ext_of[g]] + list(n.inputs):
+            if group_of.get(i) not in s and i is not n and not is_inlined(i):
+                ext[i] = None
+        return list(ext)
+
+    # per group: its reductions and its external inputs, kept as groups merge
+    # (recomputing them from the members made partition quadratic: 4 s for
+    # 20 unrolled RK4 steps, 1900 nodes in one group)
+    reductions: dict[Group, list[Node]] = {}
+    ext_of: dict[Group, list[Node]] = {}
+
     def full_reduction(g) -> bool:
         """Whether ``g`` reduces an array of FULL_REDUCE_MIN or more elements
         to one value. Two of them stay apart (``x.max() - x.min()``: the
@@ -76,8 +91,8 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
         reduction a group, and Adams2019 took both together on (1024,
         1024) uint8 in 1.70 ms, where the two groups take 0.03 (2-core VM,
         one core, min of 9)."""
-        return any(REGISTRY[m.op].trait == REDUCTION and m.aval.size == 1
-                   and m.inputs[0].aval.size >= FULL_REDUCE_MIN for m in g.nodes)
+        return any(m.aval.size == 1 and m.inputs[0].aval.size >= FULL_REDUCE_MIN
+                   for m in reductions[g])
 
     def after_full(g) -> bool:
         """Whether ``n`` (the node being placed) is a large value that reads
@@ -90,8 +105,7 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
         1024) uint8 took 18.9 ms, numpy 0.60."""
         if n.aval.size < FULL_REDUCE_MIN or not full_reduction(g):
             return False
-        members = set(g.nodes)
-        return all(i.aval.size == 1 for i in n.inputs if i in members)
+        return all(i.aval.size == 1 for i in n.inputs if group_of.get(i) is g)
 
     def reduces_reduced(g) -> bool:
         """Whether ``n`` is a reduction of a value of ``g`` computed from a
@@ -103,14 +117,13 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
         template: Adams2019 took the (2**20, 3) float32 column sum as one
         group of both stages in 1.9 ms, ColReduce and a small second group
         0.24 (2-core Zen 4 VM, one core)."""
-        if REGISTRY[n.op].trait != REDUCTION:
+        if REGISTRY[n.op].trait != REDUCTION or not reductions[g]:
             return False
-        members = set(g.nodes)
         for i in n.inputs:
             seen, todo = set(), [i]
             while todo:
                 m = todo.pop()
-                if m in seen or m not in members:
+                if m in seen or group_of.get(m) is not g:
                     continue
                 seen.add(m)
                 if REGISTRY[m.op].trait == REDUCTION:
@@ -128,13 +141,10 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
         (2**20, 3) float32. It starts a group of its own, which a template
         schedules, where Adams2019 scheduled the whole as a small group,
         in one thread: 16 ms, against 0.93 apart (2-core Zen 4 VM)."""
-        if n.aval.size < FULL_REDUCE_MIN:
+        if n.aval.size < FULL_REDUCE_MIN or not reductions[g]:
             return False
-        reductions = [m for m in g.nodes if REGISTRY[m.op].trait == REDUCTION]
-        members = set(g.nodes)
-        return bool(reductions) and all(
-            m.inputs[0].aval.size < FULL_REDUCE_MIN for m in reductions) and all(
-            i.aval.size < FULL_REDUCE_MIN for i in n.inputs if i in members)
+        return all(m.inputs[0].aval.size < FULL_REDUCE_MIN for m in reductions[g]) and all(
+            i.aval.size < FULL_REDUCE_MIN for i in n.inputs if group_of.get(i) is g)
 
     def is_prologue(g, n):
         """A reduction-free group read only by ``n``: a matmul absorbs it
@@ -209,13 +219,14 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
             outside = (deps_all | set().union(*(anc[g] for g in subset))) - s
             if any(anc[h] & s for h in outside):
                 continue  # a path leaves the merged group and comes back: cycle
-            nodes = [m for g in order if g in s for m in g.nodes] + [n]
-            if len(external_inputs(nodes)) > max_inputs:
+            if len(merged_inputs(subset, s, n)) > max_inputs:
                 continue
             merged = subset
             break
         if merged is None:
             g = Group("linalg" if trait == LINALG else "fused", [n])
+            reductions[g] = [n] if trait == REDUCTION else []
+            ext_of[g] = external_inputs([n])
             along[g] = n_along
             order.append(g)
             anc[g] = set(deps_all)
@@ -226,6 +237,9 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
         if any(g.kind == "linalg" for g in merged):
             target = next(g for g in merged if g.kind == "linalg")
         new_anc = (deps_all | set().union(*(anc[g] for g in merged))) - s
+        ext_of[target] = merged_inputs(merged, s, n)
+        reductions[target] = [m for g in order if g in s for m in reductions[g]] + (
+            [n] if trait == REDUCTION else [])
         for g in order:
             if g in s and g is not target:
                 target.nodes.extend(g.nodes)

@@ -9,6 +9,7 @@ kernel cache.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -39,7 +40,7 @@ class AbstractArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     def strong(self) -> "AbstractArray":
         return AbstractArray(self.shape, self.dtype) if self.weak else self
