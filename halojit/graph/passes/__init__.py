@@ -12,6 +12,7 @@ from ..ir import Graph
 from ..verify import verify
 from .rewrite import (eliminate_common_subexpressions, eliminate_dead_code, fold_constants,
                       simplify)
+from .slices import push_slices
 
 Pass = Callable[[Graph], Graph]
 
@@ -19,6 +20,9 @@ Pass = Callable[[Graph], Graph]
 # fusion elsewhere; they share the graph simplification of level 1).
 SIMPLIFY: tuple[tuple[str, Pass], ...] = (
     ("fold_constants", fold_constants),
+    ("simplify", simplify),
+    ("eliminate_common_subexpressions", eliminate_common_subexpressions),
+    ("push_slices", push_slices),
     ("simplify", simplify),
     ("eliminate_common_subexpressions", eliminate_common_subexpressions),
     ("fold_constants", fold_constants),
@@ -41,4 +45,4 @@ def optimize(graph: Graph, opt_level: int, check: bool = False,
 
 
 __all__ = ["optimize", "fold_constants", "simplify", "eliminate_common_subexpressions",
-           "eliminate_dead_code", "SIMPLIFY"]
+           "eliminate_dead_code", "push_slices", "SIMPLIFY"]
