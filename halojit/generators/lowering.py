@@ -79,6 +79,8 @@ class Stage:
     # partial only: how many chunks (a pure dimension after the lane) the
     # lowering cut the reduction into; 1 when not chunked
     chunks: int = 1
+    # materialized only: the graph node whose value the Func holds
+    node: object = None
 
 
 # Ops that recompute in one vector instruction (no float16 rounding), and how
@@ -286,6 +288,7 @@ class Lowerer:
                 node.op == "power" and node.dtype == np.float64)
             if lazy.func is None and (shared or deep):
                 lazy = self.materialize(lazy, cheap=self.cheap(node))
+                self.stages[-1].node = node
             if lazy.func is None and (transcendental or any(
                     i in self.holds_transcendental and self.env[i].func is None
                     for i in node.inputs)):

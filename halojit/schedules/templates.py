@@ -826,15 +826,90 @@ def stacked_columns(node) -> bool:
             and node.params["axis"] == node.aval.ndim - 1 and 1 < node.shape[-1] < 16)
 
 
+# A group of column chains computes the values live at a checkpoint about
+# every CHECKPOINT_OPS nodes once per vector of rows, instead of inlining
+# every value into the output's one expression, whose bounds inference in
+# Halide grew with the cube of its length. Lorenz RK4 on (100000, 3)
+# float64, 2-core Intel VM, kernel compile / warm call: 10 steps 2.5 s /
+# 1.6 ms inlined, 1.9 s / 1.8 ms with checkpoints; 20 steps 6.0 s / 3.2
+# ms, 3.1 s / 3.1 ms; 50 steps 64 s / 8.1 ms, 13.5 s / 7.4 ms (every 400
+# nodes: 1.4, 3.0 and 15.5 s).
+CHECKPOINT_OPS = 200
+
+
+def column_checkpoints(lowered, n_rows: int) -> tuple[list, int]:
+    """The materialized stages to compute per vector of rows: at each of
+    a few cuts of the group's node order, about CHECKPOINT_OPS apart,
+    the values computed before the cut and read after it, where they are
+    all materialized columns of ``n_rows`` rows (any input view aside) and
+    fewest. -> (stages, number of cuts)."""
+    from ..graph.ops import MOVEMENT, REGISTRY
+    graph = lowered.graph
+    nodes = graph.nodes
+    if len(nodes) < 2 * CHECKPOINT_OPS or lowered.trig_ok is not None:
+        return [], 0  # (the sin/cos/tan check, computed first, reads the values)
+    stage_of = {st.node: st for st in lowered.stages
+                if st.kind == "materialized" and st.node is not None}
+    pos = {n: k for k, n in enumerate(nodes)}
+    users = graph.users()
+    outs = set(graph.outputs)
+    live = [0] * (len(nodes) + 1)  # values crossing the cut after position k
+    bad = [0] * (len(nodes) + 1)   # of them, values that are not such columns
+    last_use = {}
+
+    def cheap(n):  # loads: an input, a constant, or a view of one
+        while n.op not in ("input", "constant"):
+            if REGISTRY[n.op].trait != MOVEMENT or len(n.inputs) != 1:
+                return False
+            n = n.inputs[0]
+        return True
+
+    for n in nodes:
+        if cheap(n):
+            continue
+        end = len(nodes) if n in outs else max((pos[u] for u in users[n]), default=pos[n])
+        last_use[n] = end
+        st = stage_of.get(n)
+        ok = st is not None and st.shape in ((n_rows,), (n_rows, 1))
+        live[pos[n]] += 1
+        live[end] -= 1
+        if not ok:
+            bad[pos[n]] += 1
+            bad[end] -= 1
+    for k in range(1, len(nodes) + 1):
+        live[k] += live[k - 1]
+        bad[k] += bad[k - 1]
+    saved, cuts = [], 0
+    for target in range(CHECKPOINT_OPS, len(nodes) - CHECKPOINT_OPS // 2, CHECKPOINT_OPS):
+        window = range(target - CHECKPOINT_OPS // 4, target + CHECKPOINT_OPS // 4)
+        best = min(((live[k], k) for k in window if bad[k] == 0 and live[k] > 0), default=None)
+        if best is None:
+            continue
+        cut, cuts = best[1], cuts + 1
+        for n, end in last_use.items():
+            if pos[n] <= cut < end and stage_of[n] not in saved:
+                saved.append(stage_of[n])
+    return saved, cuts
+
+
+# Groups of more nodes than this skip _apply_columns's dense copy. 20 RK4
+# steps (1900 nodes) on (100000, 3) float64, 2-core Intel VM: with it 9.0 s
+# to compile, 3.2 ms to run; without 5.9 s, 3.0 ms. np.stack of three
+# short expressions of (2**20,) float32 needs it: 1.77 ms without, 0.74 with.
+COLUMNS_DENSE_MAX_OPS = 256
+
+
 def _apply_columns(lowered, vector: int, task_kib: int, parallel: bool) -> str:
     """Rows vectorized, the columns an unrolled loop inside: each unrolled
     column is one piece of the concatenation, whose select Halide folds
     away, and the columns' strided stores become one interleaved store.
     Fusing the columns into the vector instead (flat_axes) computes every
-    piece in every lane and selects per lane: a 10-step Lorenz RK4 on
-    (100000, 3) float64 (three column chains of about 300 ops) compiled in
-    about 6 s and ran in 1.8 ms that way; so, in TBD s and TBD ms (2-core
-    Intel VM)."""
+    piece in every lane and selects per lane. Lorenz RK4 steps on (100000,
+    3) float64 after passes/slices.py (three column chains), kernel compile
+    and warm call with out=, 2-core Intel VM: 10 steps 3.8 s and 1.8 ms
+    fused, 2.5 s and 1.6 ms here; 20 steps 6.0 s and 3.2 ms here. A stack
+    of three short float32 expressions of 2**20 rows runs as fast either way
+    (0.71-0.74 ms, numpy 16)."""
     out = lowered.outputs[0]
     node = lowered.graph.outputs[0]
     cols = node.shape[-1]
@@ -857,11 +932,23 @@ def _apply_columns(lowered, vector: int, task_kib: int, parallel: bool) -> str:
     lines.append(f"{out.name()}.split(ri, rv, rl, {lanes}).reorder(c, rl, rv)"
                  f".vectorize(rl).unroll(c)  # {cols} columns")
     inline_stages(lowered)
+    saved, cuts = column_checkpoints(lowered, n_rows)
+    for st in saved:
+        st.func.compute_at(out, rv)
+        _vectorize(st.func, st.func.args()[-1], lanes)
+    if saved:
+        lines.append(f"{len(saved)} values at {cuts} checkpoint(s): "
+                     f".compute_at({out.name()}, rv).vectorize(row, {lanes})")
     lines += _schedule_trig_checks(lowered, parallel and node.aval.size >= TRIG_PARALLEL_MIN)
     # rows strided by their length, in the output and in inputs of two or
-    # more axes: the columns' stores and loads are then known interleavings
-    dense = dense_condition([(out.output_buffer(), node.shape, 2)] + [
-        (p, x.shape, 2) for p, x in zip(lowered.params, lowered.graph.inputs) if x.aval.ndim >= 2])
+    # more axes: the columns' stores and loads are then known interleavings.
+    # A long computation per row is compiled once, for any strides: the
+    # copy doubled its compile and gained nothing (see COLUMNS_DENSE_MAX_OPS)
+    dense = None
+    if len(lowered.graph.nodes) <= COLUMNS_DENSE_MAX_OPS:
+        dense = dense_condition([(out.output_buffer(), node.shape, 2)] + [
+            (p, x.shape, 2) for p, x in zip(lowered.params, lowered.graph.inputs)
+            if x.aval.ndim >= 2])
     trig = lowered.trig_ok
     for cond, what in ((None if trig is None or dense is None else trig & dense,
                         "arguments of sin/cos/tan checked and rows dense"),

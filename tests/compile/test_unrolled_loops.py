@@ -110,12 +110,13 @@ def lorenz_rk4(y, steps, dt=0.01):
     return y
 
 
-@pytest.mark.parametrize("rows,steps", [(1000, 4), (40000, 1)])
+@pytest.mark.parametrize("rows,steps", [(1000, 4), (40000, 1), (1000, 12)])
 def test_column_state_steps_compute_columns_side_by_side(rows, steps):
     """RK4 steps of a state kept as columns: the slices move up through
     the steps (passes/slices.py), so the kernel computes three column
     chains and stores them as one interleaved output, columns unrolled
-    (templates._apply_columns). Adds and multiplies in numpy's order
+    (templates._apply_columns), 12 steps through a few checkpoints
+    (templates.column_checkpoints). Adds and multiplies in numpy's order
     without FMA: bit-exact."""
     y = np.random.default_rng(rows).standard_normal((rows, 3))
     fn = lambda y: lorenz_rk4(y, steps)  # noqa: E731
@@ -125,6 +126,8 @@ def test_column_state_steps_compute_columns_side_by_side(rows, steps):
                                     if "slice(%0" not in line)
     (g,) = lowered.groups
     assert "unroll(c)" in g.schedule, g.schedule
+    # a long chain keeps the values live at a few cuts per vector of rows
+    assert ("checkpoint" in g.schedule) == (steps == 12), g.schedule
     want = fn(y)
     np.testing.assert_array_equal(f(y), want)
     out = np.full_like(y, np.nan)
