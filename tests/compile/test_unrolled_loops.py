@@ -137,3 +137,30 @@ def test_column_state_steps_compute_columns_side_by_side(rows, steps):
     for view in (np.asfortranarray(y), np.repeat(y, 2, axis=0)[::2]):
         np.testing.assert_array_equal(f(view), fn(view))
     np.testing.assert_array_equal(y, np.random.default_rng(rows).standard_normal((rows, 3)))
+
+
+def pendulum(s, steps, dt=0.01):
+    for _ in range(steps):
+        th, om = s[..., 0], s[..., 1]
+        s = s + dt * np.stack([om, -9.8 * np.sin(th) - 0.1 * om], axis=-1)
+    return s
+
+
+def test_sine_of_a_long_chain_takes_the_exact_path_alone():
+    """The fast sine's argument check would compute the chain once more and
+    compile the kernel twice (lowering.TRIG_CHECK_CONE_MAX); a sine of an
+    input keeps its check."""
+    from halojit.generators.lowering import TRIG_CHECK_CONE_MAX
+    s = np.random.default_rng(5).standard_normal((2000, 2)) * 3
+    fn = lambda s: pendulum(s, 8)  # noqa: E731
+    f = halojit.trace(fn)
+    (g,) = f.lower(s).groups
+    assert "argument check" not in g.schedule, g.schedule
+    assert len(g.ops) > TRIG_CHECK_CONE_MAX
+    np.testing.assert_allclose(f(s), fn(s), rtol=1e-13, atol=1e-13)
+    big = s * 1e6  # beyond the fast path's range: exact either way
+    np.testing.assert_allclose(f(big), fn(big), rtol=1e-12, atol=1e-12)
+    one = lambda s: pendulum(s, 1)  # noqa: E731
+    (g,) = halojit.trace(one).lower(s).groups
+    assert "argument check" in g.schedule, g.schedule
+    np.testing.assert_allclose(halojit.trace(one)(s), one(s), rtol=1e-14, atol=1e-14)
