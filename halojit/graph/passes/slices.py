@@ -21,9 +21,24 @@ Every element is computed the same way, so every value is numpy's.
 
 from __future__ import annotations
 
-from ..ir import AbstractArray, Graph, Node, make_graph
-from ..ops import ELEMENTWISE, REGISTRY
+import numpy as np
 
+from ..ir import AbstractArray, Const, Graph, Node, make_graph
+
+# Elementwise ops whose every element numpy computes alone and exactly
+# (IEEE arithmetic, comparisons, bit operations, selects, casts): computed on
+# a slice they give the slice of the whole. numpy's exp, log, sin, ... pick
+# a SIMD loop or a scalar one by the operands' strides, which differ in the
+# last bit (np.exp of a reversed column against the column of np.exp), so
+# the numpy backend's results would move.
+MOVABLE = frozenset({
+    "add", "subtract", "multiply", "divide", "negative", "positive", "absolute", "sign",
+    "sqrt", "square", "reciprocal", "floor", "ceil", "trunc", "rint", "maximum", "minimum",
+    "fmax", "fmin", "copysign", "floor_divide", "remainder", "fmod",
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "invert", "left_shift", "right_shift", "isnan", "isinf", "isfinite",
+    "signbit", "where", "astype", "bitcast"})
 # A box: per axis (start, count, step), as the slice op's params.
 Box = tuple[tuple[int, int, int], ...]
 # More distinct slices of one value than this, and it stays whole.
@@ -112,8 +127,7 @@ def _pieces(graph: Graph) -> dict[Node, tuple[list[Box], int | None]]:
     outputs = set(graph.outputs)
     pieces: dict[Node, tuple[list[Box], int | None]] = {}
     for x in reversed(graph.nodes):
-        if x.op not in REGISTRY or REGISTRY[x.op].trait != ELEMENTWISE or not x.aval.size \
-                or not x.shape:
+        if x.op not in MOVABLE or not x.aval.size or not x.shape:
             continue
         whole = _whole(x.shape)
         boxes: set[Box] = set()
@@ -146,7 +160,7 @@ def _sink(x: Node, inputs) -> Node | None:
     same places as a concatenation of the op on their parts, or None.
     Operands that broadcast along that axis join every part whole; others
     are read in the same cuts."""
-    if x.op not in REGISTRY or REGISTRY[x.op].trait != ELEMENTWISE or not x.shape:
+    if x.op not in MOVABLE or not x.shape:
         return None
     cut = None
     for i in inputs:
@@ -217,6 +231,9 @@ def push_slices(graph: Graph) -> Graph:
                     return piece(part, box[:k] + ((s - offset, c, t),) + box[k + 1:])
                 offset += n
         src = env.get(x)
+        if x in pieces and not all(_shape(box)):  # nothing read
+            return Node("constant", (), {"value": Const(np.zeros(aval.shape, x.dtype))}, aval,
+                        x.loc)
         if x in pieces:  # within one of x's pieces: a slice of the slice
             for b in pieces[x][0]:
                 rel = _within(box, b)
