@@ -142,9 +142,11 @@ def test_elementwise_of_equally_cut_concatenations_is_a_concatenation():
     fn = lambda a, b, c, d: np.stack([a, b], axis=1) * np.stack([c, d], axis=1) + 1  # noqa: E731
     _, o = _check(fn, a, b, c, d)
     assert o.outputs[0].op == "concatenate"
-    # cut at different places: left alone
+    # cut at different places, or along another axis than the last: left alone
     _, o = _check(lambda a, b: np.concatenate([a, b]) - np.concatenate([b, a[:5], a[5:]]), a[:7], b)
     assert o.outputs[0].op == "subtract"
+    _, o = _check(lambda a, b: np.stack([a, b]) * 2, a, b)
+    assert o.outputs[0].op == "multiply"
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.float32, bool])
@@ -164,3 +166,18 @@ def test_pass_alone_keeps_values():
     y = _state((7, 3))
     g = traced_graph(lambda y: lorenz_steps(y, 3), y)
     assert_bit_exact(g, push_slices(g), [y])
+
+
+def test_many_part_concatenations_stay_under_one_op():
+    from halojit.graph.passes.slices import SINK_MAX_PARTS
+    parts = [_state((3,)) for _ in range(SINK_MAX_PARTS + 1)]
+    _, o = _check(lambda *p: np.concatenate(p) * 2 + 1, *parts)
+    assert o.outputs[0].op == "add"
+    _, o = _check(lambda *p: np.concatenate(p) * 2 + 1, *parts[:SINK_MAX_PARTS])
+    assert o.outputs[0].op == "concatenate"
+
+
+def test_pieces_tiling_a_leading_axis_leave_the_whole_value():
+    x = _state((10, 3))
+    _, o = _check(lambda x: ((x * 2)[:4] + 1, (x * 2)[4:] - 1, x * 2), x)
+    assert "concatenate" not in ops(o) and len(computed_slices(o)) == 2
