@@ -132,9 +132,19 @@ def test_which_groups_fit():
     assert not fits(lambda a: np.pad(a, ((1, 1), (0, 0))), x)
     assert not fits(lambda a: np.stack([a, a], axis=-1), x)               # 2 wide: Elementwise
     assert not fits(lambda a: np.concatenate([a, a.sum(axis=1, keepdims=True)], axis=1), x)
-    assert not fits(lambda a: np.concatenate([a, a], axis=1) * 2, x)      # not the output
+    assert not fits(lambda a: np.exp(np.concatenate([a, a], axis=1)), x)  # not the output
+    # arithmetic on it is done per part first (passes/slices.py): the output again
+    assert fits(lambda a: np.concatenate([a, a], axis=1) * 2, x)
     assert fits(lambda a: np.concatenate([a[None], a[None] + 1], axis=-1), x)  # unit reshapes
     assert not fits(lambda a: np.concatenate([a.reshape(48, 64), a.T], axis=-1), x)
+
+
+@pytest.mark.parametrize("shape", [(300, 257), (5000,)])
+def test_arithmetic_on_a_concatenation_is_done_per_part(shape):
+    x, y = rand(shape, seed=21), rand(shape, seed=22)
+    x.flat[3] = np.nan
+    g = check(lambda a, b: np.concatenate([a, b * 0.5], axis=-1) * 2 - b[..., :1], x, y)
+    assert "update(1)" in g.schedule
 
 
 def test_groups_left_to_other_schedules():
