@@ -327,10 +327,18 @@ class Lowerer:
         ``node`` (concat_pieces), each writing its own columns."""
         f[tuple(reversed(vs))] = hl.undef(H.storage_type(node.dtype))
         outer = vs[:-1]
+        one_row = node.aval.size == node.shape[-1]
         for start, extent, value in concat_pieces(self, node):
             rdom = hl.RDom([(0, extent)], self.fresh("piece"))
             r = hl.Expr(rdom.x)
-            e = self.strict(H.to_storage(value(list(outer), r), node.dtype))
+            # One row: the vectorized tail is peeled into constant indices,
+            # and Halide 21 cannot generate a predicated load running
+            # backwards (np.concatenate([a, a[::-1]])) whose flipped start
+            # is a negative constant (an internal assert, "base >= 0", in
+            # CodeGen_LLVM). A clamp keeps the tail's lanes in bounds; loop
+            # partitioning drops it from the steady state (likely).
+            src = hl.min(hl.likely(r), extent - 1) if one_row else r
+            e = self.strict(H.to_storage(value(list(outer), src), node.dtype))
             f[tuple(reversed(outer + [r + start]))] = e
             self.piece_rdoms.append((rdom, extent))
 

@@ -97,8 +97,16 @@ def apply_concat(lowered, params) -> str:
         lanes = vector
         while lanes > 8 and lanes > extent:  # a narrow piece: one short vector
             lanes //= 2
-        ro, ri = hl.RVar(f"r{u}v"), hl.RVar(f"r{u}i")
-        stage.split(r, ro, ri, lanes, guard).vectorize(ri)
-        line += f".vectorize(r, {lanes})"
+        if n_rows == 1 and not tasks and extent < lanes:
+            # one vector of exactly the piece's width: a predicated tail at
+            # constant indices may run backwards from index 0 (np.pad(a, 3,
+            # mode="reflect")), which Halide 21 cannot generate (see
+            # Lowerer._define_pieces)
+            stage.vectorize(r)
+            line += f".vectorize(r)"
+        else:
+            ro, ri = hl.RVar(f"r{u}v"), hl.RVar(f"r{u}i")
+            stage.split(r, ro, ri, lanes, guard).vectorize(ri)
+            line += f".vectorize(r, {lanes})"
         lines.append(f"{line}  # piece {u}: {extent} columns")
     return "\n".join(lines + trig_fast_paths(lowered, [out]))
