@@ -68,8 +68,32 @@ def _identity_operand(n: Node):
     return None
 
 
+def uniform_constant(n: Node) -> Node | None:
+    """A constant array whose elements are all one value (``np.zeros(shape)``,
+    ``np.full(shape, 7)`` made inside a traced function) as a broadcast of
+    that scalar: kernels read it as a scalar instead of streaming the array
+    as one more input (and CSE shares it). Equal means bitwise equal, so
+    -0.0 and NaN payloads are kept."""
+    value = n.params["value"].value
+    if value.size < 2 or value.dtype.hasobject:
+        return None
+    first = value.reshape(-1)[:1]
+    if value.dtype.kind in "biu":
+        same = bool(np.all(value == first[0]))
+    else:
+        raw = np.ascontiguousarray(value).view(np.uint8).reshape(value.size, -1)
+        same = bool(np.all(raw == raw[0]))
+    if not same:
+        return None
+    scalar = Node("constant", (), {"value": Const(first.reshape(()))},
+                  AbstractArray((), n.dtype), n.loc)
+    return Node("broadcast_to", (scalar,), {"shape": n.shape}, n.aval, n.loc)
+
+
 def simplify(graph: Graph) -> Graph:
     def simp(n: Node):
+        if n.op == "constant":
+            return uniform_constant(n)
         x = _identity_operand(n)
         if x is not None:
             return x
