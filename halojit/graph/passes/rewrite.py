@@ -77,14 +77,14 @@ def uniform_constant(n: Node) -> Node | None:
     value = n.params["value"].value
     if value.size < 2 or value.dtype.hasobject:
         return None
-    first = value.reshape(-1)[:1]
-    if value.dtype.kind in "biu":
-        same = bool(np.all(value == first[0]))
-    else:
-        raw = np.ascontiguousarray(value).view(np.uint8).reshape(value.size, -1)
-        same = bool(np.all(raw == raw[0]))
-    if not same:
+    size = value.dtype.itemsize
+    flat = np.ascontiguousarray(value).reshape(-1)
+    bits = flat.view(f"u{size}") if size in (1, 2, 4, 8) else \
+        flat.view(np.uint8).reshape(flat.size, size)
+    # a few elements first: an array of data fails there, without a full pass
+    if not (np.all(bits[:64] == bits[0]) and np.all(bits == bits[0])):
         return None
+    first = flat[:1]
     scalar = Node("constant", (), {"value": Const(first.reshape(()))},
                   AbstractArray((), n.dtype), n.loc)
     return Node("broadcast_to", (scalar,), {"shape": n.shape}, n.aval, n.loc)
