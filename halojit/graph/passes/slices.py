@@ -60,6 +60,13 @@ def _box(n: Node) -> Box:
     return _normal(tuple(zip(p["starts"], p["shape"], p["steps"])))
 
 
+def _slice_node(src: Node, box: Box, loc) -> Node:
+    """``src`` read at ``box``: a slice node."""
+    params = {"starts": tuple(s for s, _, _ in box), "shape": _shape(box),
+              "steps": tuple(t for _, _, t in box)}
+    return Node("slice", (src,), params, AbstractArray(_shape(box), src.dtype, src.aval.weak), loc)
+
+
 def _normal(box) -> Box:
     return tuple((s, c, t if c > 1 else 1) if c else (0, 0, 1) for s, c, t in box)
 
@@ -197,9 +204,7 @@ def _sink(x: Node, inputs) -> Node | None:
                 operands.append(i.inputs[j])
             else:  # read in the same cuts
                 box = tuple((start, size, 1) if e == d else (0, n, 1) for e, n in enumerate(i.shape))
-                operands.append(Node("slice", (i,), {"starts": tuple(b[0] for b in box),
-                                                     "shape": _shape(box), "steps": (1,) * len(box)},
-                                     AbstractArray(_shape(box), i.dtype, i.aval.weak), x.loc))
+                operands.append(_slice_node(i, box, x.loc))
         start += size
         shape = x.shape[:a] + (size,) + x.shape[a + 1:]
         parts.append(Node(x.op, operands, x.params, AbstractArray(shape, x.dtype, x.aval.weak),
@@ -240,10 +245,10 @@ def push_slices(graph: Graph) -> Graph:
                 if offset <= lo and hi < offset + n:
                     return piece(part, box[:k] + ((s - offset, c, t),) + box[k + 1:])
                 offset += n
-        src = env.get(x)
         if x in pieces and not all(_shape(box)):  # nothing read
             return Node("constant", (), {"value": Const(np.zeros(aval.shape, x.dtype))}, aval,
                         x.loc)
+        src = env.get(x)
         if x in pieces:  # within one of x's pieces: a slice of the slice
             for b in pieces[x][0]:
                 rel = _within(box, b)
@@ -251,9 +256,7 @@ def push_slices(graph: Graph) -> Graph:
                     src, box = piece(x, b), rel
                     break
         assert src is not None, f"push_slices: no whole value of {x} to slice"
-        p = {"starts": tuple(s for s, _, _ in box), "shape": _shape(box),
-             "steps": tuple(t for _, _, t in box)}
-        return Node("slice", (src,), p, aval, x.loc)
+        return _slice_node(src, box, x.loc)
 
     for x in graph.nodes:
         if x.op == "input":
