@@ -703,13 +703,19 @@ def _reciprocal(a):
     return _one(a) / a if t.is_uint() else hl.select(a == _zero(a), _zero(a), _one(a) / a)
 
 
-def _compare(op, nan_result):
+def _compare(op, nan_result, strict_op=None):
     """An IEEE comparison: Halide's simplifier rewrites a >= b as !(a < b),
-    which is true for NaN operands, so NaN cases are decided explicitly."""
+    which is true for NaN operands, so NaN cases are decided explicitly.
+    ``strict_op``, for floats in strict_float kernels, takes no NaN test
+    (is_nan would walk the operands' Exprs as trees): there Halide keeps
+    <, >, == and != as strict_lt and kin, but a <= b still became !(b < a),
+    true for NaN, so <= is (a < b) | (a == b)."""
     def fn(a, b):
         ta, tb = a.type(), b.type()
         if (ta.is_int() and tb.is_uint()) or (ta.is_uint() and tb.is_int()):
             return _mixed_sign_compare(op, a, b)
+        if strict_op is not None and ta.is_float():
+            return strict_op(a, b)
         r = op(a, b)
         if not ta.is_float():
             return r
@@ -823,12 +829,6 @@ BINARY = {
     "minimum": _nan_max(hl.min),
     "fmax": _fmax(hl.max),
     "fmin": _fmax(hl.min),
-    "equal": _compare(lambda a, b: a == b, False),
-    "not_equal": _compare(lambda a, b: a != b, True),
-    "less": _compare(lambda a, b: a < b, False),
-    "less_equal": _compare(lambda a, b: a <= b, False),
-    "greater": _compare(lambda a, b: a > b, False),
-    "greater_equal": _compare(lambda a, b: a >= b, False),
     "logical_and": lambda a, b: _truthy(a) & _truthy(b),
     "logical_or": lambda a, b: _truthy(a) | _truthy(b),
     "logical_xor": lambda a, b: _truthy(a) != _truthy(b),
@@ -841,6 +841,16 @@ BINARY = {
     "hypot": _hypot,
     "copysign": _copysign,
 }
+
+_COMPARISONS = {"equal": (lambda a, b: a == b, False), "not_equal": (lambda a, b: a != b, True),
+                "less": (lambda a, b: a < b, False), "less_equal": (lambda a, b: a <= b, False),
+                "greater": (lambda a, b: a > b, False),
+                "greater_equal": (lambda a, b: a >= b, False)}
+BINARY.update({k: _compare(op, nan) for k, (op, nan) in _COMPARISONS.items()})
+# comparisons in strict_float CPU kernels (Lowerer.plain_compare)
+_STRICT = {"less_equal": lambda a, b: (a < b) | (a == b),
+           "greater_equal": lambda a, b: (a > b) | (a == b)}
+STRICT_COMPARE = {k: _compare(op, nan, _STRICT.get(k, op)) for k, (op, nan) in _COMPARISONS.items()}
 
 # float32 transcendentals that Halide would lower to scalar libm calls
 for _name in M.UNARY:

@@ -42,6 +42,18 @@ def _fcall(f: hl.Func, idx, component=None):
     return hl.Expr(e[component] if component is not None else e)
 
 
+def _memo_lazy(lazy: Lazy) -> Lazy:
+    """``lazy`` whose Expr is built once per index and shared by its readers."""
+    cache: dict = {}
+
+    def at(idx):
+        key = tuple(str(e) for e in idx)
+        if key not in cache:
+            cache[key] = lazy.at(idx)
+        return cache[key]
+    return Lazy(lazy.shape, lazy.dtype, at)
+
+
 def func_lazy(f, shape, dtype, component=None, convert=None):
     def at(idx):
         e = _fcall(f, idx, component)
@@ -126,6 +138,18 @@ TRIG_CHECK_CONE_MAX = 64
 SHORT_AXIS = 64
 
 
+# Ops whose Halide lowering reads each operand as a plain value: no is_nan,
+# is_inf or strict_float call on it (those walk an Expr as a tree; see
+# DEEP_FLOAT_OPS). Comparisons only in strict_float CPU kernels (Lowerer.
+# plain_compare). Lowerer.expr_shared: values read twice under such ops alone
+# stay Exprs.
+TREE_SAFE_OPS = frozenset({
+    "add", "subtract", "multiply", "divide", "negative", "positive", "where",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "invert", "broadcast_to"})
+COMPARE_OPS = frozenset({"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"})
+
+
 # A value read more than once is a Func (computed once) rather than an
 # Expr inlined at each read when it is an array; a 0-d value only when its
 # Expr, unfolded as a tree, is larger than this: np.i0 of a 0-d float64
@@ -141,7 +165,7 @@ class Lowerer:
                  strict_wrap: bool = False, fast_math: bool = False,
                  col_chunks: int | None = None, lanes: int = LANES, gpu: bool = False,
                  guard_inputs: bool = False, fast_trig: bool = False, pieces: bool = False,
-                 shift_rows: tuple[int, int, int] | None = None):
+                 shift_rows: tuple[int, int, int] | None = None, share_exprs: bool = False):
         self.graph = graph
         # the Stencil template schedules this group and streams its 2-D
         # output, whose rows are not whole 16-byte multiples: the output is
@@ -168,6 +192,9 @@ class Lowerer:
         # a GPU target: full reductions combine their partials per chunk
         # first (lower_reduce), so that no thread loops over all of them
         self.gpu = gpu
+        # values read more than once inline as shared Exprs, not Funcs
+        # (expr_shared): the Elementwise template inlines every Func anyway
+        self.share_exprs = share_exprs
         # per-lane partials of a reduction over the last axis (partial_lanes)
         self.lanes = lanes
         self.name = name
@@ -184,6 +211,9 @@ class Lowerer:
         self.strict_wrap = strict_wrap
         # the kernel compiles with strict_float (compile.host_target)
         self.strict_kernel = get_config().strict_float and not fast_math and not strict_wrap
+        # float comparisons without their NaN test: Halide turns them into
+        # strict_lt and kin, which its simplifier does not negate or flip
+        self.plain_compare = self.strict_kernel and not gpu
         self.counter = 0
         self.stages: list[Stage] = []
         self.params: list[hl.ImageParam] = []
@@ -193,6 +223,7 @@ class Lowerer:
             for i in n.inputs:
                 users[i] = users.get(i, 0) + 1
         self.users = users
+        self.walked = self._walked() if share_exprs else set()
         # nodes whose Expr (not a Func call) contains a transcendental's
         # polynomial, directly or through other inlined ops
         self.holds_transcendental: set[Node] = set()
@@ -237,6 +268,35 @@ class Lowerer:
             ops += v.op != "broadcast_to"
             stack.extend(v.inputs)
         return ops <= CHEAP_BUDGET
+
+    def _tree_safe(self, node: Node) -> bool:
+        if node.op in COMPARE_OPS:
+            return self.plain_compare or not any(i.dtype.kind == "f" for i in node.inputs)
+        if node.op == "astype":  # float -> int tests for NaN
+            return not (node.inputs[0].dtype.kind == "f" and node.dtype.kind != "f")
+        return node.op in TREE_SAFE_OPS
+
+    def _walked(self) -> set:
+        """Nodes some later op reads through an is_nan or strict_float call
+        (directly or through tree-safe ops): their values stay Funcs."""
+        walked: set = set()
+        for n in reversed(self.graph.nodes):
+            if n in walked or not self._tree_safe(n):
+                walked.update(n.inputs)
+        return walked
+
+    def expr_shared(self, node: Node, holds_transcendental: bool) -> bool:
+        """Whether ``node``, read more than once, stays an Expr shared by its
+        readers rather than a Func. Halide inlines a chain of Funcs one by
+        one, each into a growing Expr: a Mandelbrot iteration on (600, 800)
+        float64, 50 steps of 5 shared values each, spent 5 s there
+        (compile_to_module), 0.07 s as one Expr DAG, which its CSE shares.
+        Only where no later op walks the Expr as a tree (is_nan,
+        strict_float: exponential in the shared levels), for arrays, not
+        slices (stencils read them at other indices) or transcendentals."""
+        return (self.share_exprs and bool(node.shape) and node.op != "slice"
+                and node not in self.walked and not holds_transcendental
+                and node.op not in DEEP_FLOAT_OPS)
 
     def is_view_of_load(self, node: Node) -> bool:
         """Whether ``node`` is a slice of an input or of a stored Func: its
@@ -293,7 +353,11 @@ class Lowerer:
                 and not self.is_view_of_load(node)
             deep = (node.op in DEEP_FLOAT_OPS and node.dtype.kind == "f") or (
                 node.op == "power" and node.dtype == np.float64)
-            if lazy.func is None and (shared or deep):
+            holds = transcendental or any(i in self.holds_transcendental and self.env[i].func is None
+                                          for i in node.inputs)
+            if lazy.func is None and shared and not deep and self.expr_shared(node, holds):
+                lazy = _memo_lazy(lazy)
+            elif lazy.func is None and (shared or deep):
                 lazy = self.materialize(lazy, cheap=self.cheap(node))
                 self.stages[-1].node = node
             if lazy.func is None and (transcendental or any(
@@ -454,7 +518,8 @@ class Lowerer:
             trig_ok = None
             if self.fast_trig and _fast_trig_op(node):
                 trig_ok = self.trig_ok(node.inputs[0], operands[0])
-            return lower_elementwise(node, operands, self.fast_math, self.strict_kernel, trig_ok)
+            return lower_elementwise(node, operands, self.fast_math, self.strict_kernel, trig_ok,
+                                     self.plain_compare)
         fn = LOWER.get(node.op)
         if fn is None:
             raise UnsupportedError(f"no Halide lowering for op {node.op!r}")
@@ -502,9 +567,10 @@ def _guard_all(idx, shape):
 
 # -- elementwise -----------------------------------------------------------------------
 def lower_elementwise(node: Node, operands, fast_math: bool = False,
-                      strict: bool = True, trig_ok=None) -> Lazy:
+                      strict: bool = True, trig_ok=None, plain_compare: bool = False) -> Lazy:
     """``strict``: the kernel compiles with strict_float (float64 power needs
-    it). ``trig_ok`` (sin, cos and tan only, see Lowerer.trig_ok): the
+    it); ``plain_compare``: float comparisons without a NaN test (Lowerer.
+    plain_compare). ``trig_ok`` (sin, cos and tan only, see Lowerer.trig_ok): the
     argument check under which M.FAST_TRIG's (M64's for float64) version is
     exact enough."""
     shape, out_dt = node.shape, node.dtype
@@ -526,6 +592,8 @@ def lower_elementwise(node: Node, operands, fast_math: bool = False,
     else:
         table = H.UNARY if len(operands) == 1 else H.BINARY
     fn = table[node.op]
+    if plain_compare and node.op in H.STRICT_COMPARE:
+        fn = H.STRICT_COMPARE[node.op]
     if node.op == "power" and out_dt == np.float64 and not strict:
         fn = hl.pow  # halide_math64.power needs a strict_float kernel
     if trig_ok is not None:
@@ -1652,9 +1720,15 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
     if 0 in streamed:
         shift = shifted_rows(graph, spec)
 
+    share = False
+    if spec is not None and spec.name == "Elementwise" and not gpu:
+        from ..schedules.templates import stacked_columns
+        share = not stacked_columns(graph.outputs[0])  # columns keep Funcs to checkpoint
+
     def lower(fast_trig):
         lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, lanes, gpu=gpu,
-                     guard_inputs=guard, fast_trig=fast_trig, pieces=pieces, shift_rows=shift)
+                     guard_inputs=guard, fast_trig=fast_trig, pieces=pieces, shift_rows=shift,
+                     share_exprs=share)
         return lw, lw.lower()
     lw, (pipeline, params, outputs) = lower(fast_trig)
     if fast_trig and autoschedules(spec) and any(
