@@ -147,7 +147,6 @@ TREE_SAFE_OPS = frozenset({
     "add", "subtract", "multiply", "divide", "negative", "positive", "where",
     "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
     "bitwise_xor", "invert", "broadcast_to"})
-COMPARE_OPS = frozenset({"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"})
 
 
 # A value read more than once is a Func (computed once) rather than an
@@ -270,7 +269,7 @@ class Lowerer:
         return ops <= CHEAP_BUDGET
 
     def _tree_safe(self, node: Node) -> bool:
-        if node.op in COMPARE_OPS:
+        if node.op in H.STRICT_COMPARE:
             return self.plain_compare or not any(i.dtype.kind == "f" for i in node.inputs)
         if node.op == "astype":  # float -> int tests for NaN
             return not (node.inputs[0].dtype.kind == "f" and node.dtype.kind != "f")
@@ -360,9 +359,7 @@ class Lowerer:
             elif lazy.func is None and (shared or deep):
                 lazy = self.materialize(lazy, cheap=self.cheap(node))
                 self.stages[-1].node = node
-            if lazy.func is None and (transcendental or any(
-                    i in self.holds_transcendental and self.env[i].func is None
-                    for i in node.inputs)):
+            if lazy.func is None and holds:
                 self.holds_transcendental.add(node)
             self.env[node] = lazy
             self.tree[node] = tree if lazy.func is None else 1

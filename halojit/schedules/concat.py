@@ -103,7 +103,7 @@ def apply_concat(lowered, params) -> str:
             # mode="reflect")), which Halide 21 cannot generate (see
             # Lowerer._define_pieces)
             stage.vectorize(r)
-            line += f".vectorize(r)"
+            line += ".vectorize(r)"
         else:
             ro, ri = hl.RVar(f"r{u}v"), hl.RVar(f"r{u}i")
             stage.split(r, ro, ri, lanes, guard).vectorize(ri)
