@@ -519,7 +519,7 @@ class TracedFunction(_Dispatcher):
             if native:
                 work = max((n.aval.size * n.aval.dtype.itemsize for n in spec.graph.nodes),
                            default=0)  # tiny inputs may still broadcast into big work
-                _dispatch_add(self, tuple(args), plan, tuple(ex.consts), list(ex._out_specs),
+                _dispatch_add(self, tuple(args), plan, tuple(ex.consts), ex.native_out_specs(),
                               leaf, unflatten, None, work)
             else:
                 _dispatch_add(self, tuple(args), None, (), [], True, None, call)

@@ -45,10 +45,17 @@ std::atomic<int> g_tracing{0};
 // ~0.1 us, and work this small ends within a few microseconds.
 constexpr int64_t kReleaseGilBytes = 256 << 10;
 
+// An output the C path allocates. One the function returns as a view of its
+// kernel's output (a reshape or transpose at the end, passes/views.py) has
+// the view's byte `strides` and the kernel output's C-contiguous
+// `base_shape` and `base_strides`, which the plan sees; else all three are
+// empty.
 struct OutSpec {
     std::vector<py::ssize_t> shape;
     py::dtype dtype;
     DType dt;
+    std::vector<py::ssize_t> strides;
+    std::vector<int64_t> base_shape, base_strides;
 };
 
 // One specialization the C path can run: its key (the arguments' ndim,
@@ -130,6 +137,7 @@ ArrayView view_of_array(PyObject *a, DType dtype) {
 bool out_fits(const Entry &e, PyObject *out, PyObject *args, PyTypeObject *ndarray) {
     if (!e.plan || e.outs.size() != 1 || Py_TYPE(out) != ndarray) return false;
     const OutSpec &o = e.outs[0];
+    if (!o.strides.empty()) return false;  // a view: the general path writes through its inverse
     const auto *p = py::detail::array_proxy(out);
     if (p->nd != static_cast<int>(o.shape.size())) return false;
     for (int k = 0; k < p->nd; k++) {
@@ -169,14 +177,21 @@ PyObject *run_entry(const std::shared_ptr<Entry> &e, PyObject *args, PyObject *g
         }
         PyObject *descr = o.dtype.ptr();
         Py_INCREF(descr);  // stolen
-        PyObject *arr = api.PyArray_NewFromDescr_(api.PyArray_Type_, descr, static_cast<int>(o.shape.size()),
-                                                  const_cast<py::ssize_t *>(o.shape.data()), nullptr, nullptr, 0, nullptr);
+        // with strides and no data numpy allocates the elements and lays them out so
+        PyObject *arr = api.PyArray_NewFromDescr_(
+            api.PyArray_Type_, descr, static_cast<int>(o.shape.size()), const_cast<py::ssize_t *>(o.shape.data()),
+            o.strides.empty() ? nullptr : const_cast<py::ssize_t *>(o.strides.data()), nullptr, 0, nullptr);
         if (!arr) {
             for (size_t j = 0; j < k; j++) Py_DECREF(outs[j]);
             return nullptr;
         }
         outs[k] = arr;
         out_views[k] = view_of_array(arr, o.dt);
+        if (!o.strides.empty()) {  // the kernel writes the same memory as its own C-contiguous output
+            out_views[k].ndim = static_cast<int>(o.base_shape.size());
+            out_views[k].shape = o.base_shape.data();
+            out_views[k].strides = o.base_strides.data();
+        }
     }
     auto drop_outs = [&] {
         for (size_t k = 0; k < n_out; k++) Py_DECREF(outs[k]);
@@ -347,6 +362,21 @@ void dispatch_add(const py::handle &self, const py::tuple &example, const py::ob
             o.dt = numpy_dtype(o.dtype, "output");  // refuses what a kernel cannot write
             int64_t n = o.dtype.itemsize();
             for (py::ssize_t x : o.shape) n *= x;
+            if (t.size() == 4) {  // (shape, dtype, kernel output shape, byte strides): a view
+                o.base_shape = t[2].cast<std::vector<int64_t>>();
+                o.strides = t[3].cast<std::vector<py::ssize_t>>();
+                int64_t m = o.dtype.itemsize();
+                for (int64_t x : o.base_shape) m *= x;
+                if (m != n || o.strides.size() != o.shape.size() || o.shape.empty() || o.base_shape.empty()) {
+                    throw py::value_error("dispatch_add: a view output needs as many elements as its kernel "
+                                          "output and one stride per axis");
+                }
+                o.base_strides = contiguous_strides(o.base_shape.data(), static_cast<int>(o.base_shape.size()),
+                                                    static_cast<int>(o.dtype.itemsize()));
+            } else if (t.size() != 2) {
+                throw py::value_error("dispatch_add: an output spec is (shape, dtype) or (shape, dtype, "
+                                      "kernel shape, strides)");
+            }
             bytes += n;
             e->outs.push_back(std::move(o));
         }
@@ -384,7 +414,8 @@ void register_dispatcher(py::module_ &m) {
           py::arg("consts"), py::arg("out_specs"), py::arg("leaf"), py::arg("unflatten"), py::arg("call"),
           py::arg("work_bytes") = 0,
           "register a specialization with the C call path: example = the arguments of a call that "
-          "succeeded; either plan (with consts, out_specs [(shape, dtype)], leaf, unflatten) or call(args)");
+          "succeeded; either plan (with consts, out_specs [(shape, dtype) or (shape, dtype, kernel shape, byte "
+          "strides) for a view], leaf, unflatten) or call(args)");
     m.def(
         "dispatch_clear",
         [](const py::handle &self) {

@@ -21,6 +21,7 @@ from ..graph.ir import Graph, Node
 from ..graph.passes.flatten import flatten_col_reductions, flatten_full_reductions
 from ..graph.passes.matmul import expand_short_matmuls, split_long_matmuls
 from ..graph.passes.recompute import recompute_after_full_reductions
+from ..graph.passes.views import peel_output_views
 from ..runtime.cache import halide_version, is_valid_so, kernel_dir, tuning_db_path
 from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, parse_autoscheduler
 from .streaming import ALIGN, aligned_for_stream, prefetch_inputs, stream_outputs
@@ -407,9 +408,11 @@ def plan_dtype(dtype) -> str:
 
 
 class HalideExecutor:
-    """Runs a graph's kernels through one C++ Plan call."""
+    """Runs a graph's kernels through one C++ Plan call. ``views``: per
+    output position, the numpy view its kernel output is returned through
+    (passes/views.py; ``graph`` then has the viewed value as that output)."""
 
-    def __init__(self, graph: Graph, target, kernels: list[KernelInfo]):
+    def __init__(self, graph: Graph, target, kernels: list[KernelInfo], views=None):
         from .. import _rt
         from .compile import load_kernel, load_runtime
         load_runtime(target)
@@ -440,6 +443,7 @@ class HalideExecutor:
         self._pools = [[] for _ in self.out_nodes]
         self._pool_lock = threading.Lock()
         self._ids = layout.ids
+        self.views = views or {}
         self.profile = False
 
     def _alloc(self, k: int) -> np.ndarray:
@@ -471,7 +475,7 @@ class HalideExecutor:
     def _target(self, k: int, given, ins) -> np.ndarray:
         """Write output k straight into the caller's ``out=`` array when a
         kernel can (unit-stride last axis, no overlap with an input)."""
-        if given is not None:
+        if given is not None and given[self._out_pos[k]] is not None:
             o = given[self._out_pos[k]]
             last_ok = (o.ndim == 0 or o.shape[-1] <= 1 or o.strides[-1] == o.itemsize) and \
                 _whole_items(o)
@@ -485,15 +489,24 @@ class HalideExecutor:
         # the plan copies inputs whose last axis is strided (contiguous=True)
         # and takes numpy bools for byte-bool kernel arguments
         ins = tuple(inputs) + self.consts
+        seen = given
         if given is None:
             outs = [np.empty(*self._out_specs[k]) if small else self._alloc(k)
                     for k, small in enumerate(self._small_out)]
         else:
-            outs = [self._target(k, given, ins) for k in range(len(self._out_specs))]
+            if self.views:  # out= arrays seen through the inverse views, where they have them
+                seen = [self.views[j].inverse(o) if j in self.views else o
+                        for j, o in enumerate(given)]
+            outs = [self._target(k, seen, ins) for k in range(len(self._out_specs))]
         self.plan.run(ins, outs, self.profile, True)
-        if self.fresh_outputs:
-            return outs
-        return self.assemble(inputs, outs)
+        results = outs if self.fresh_outputs else self.assemble(inputs, outs)
+        if self.views:
+            results = list(results)
+            for j, view in self.views.items():
+                r = results[j]
+                # written through out=[j]'s inverse view: out=[j] itself is the result
+                results[j] = given[j] if given is not None and r is seen[j] else view(r)
+        return results
 
     def assemble(self, inputs, outs, other=lambda v: v) -> list:
         """The graph's outputs from the plan's ``outs``: an output that is an
@@ -522,6 +535,11 @@ class HalideExecutor:
         of the general path costs ~20 ns; a small call's budget is ~3 us."""
         if not self.fresh_outputs:
             return None
+        if self.views:
+            return self._viewed_fast_call(leaf, scalars)
+        return self._fast_call(leaf, scalars)
+
+    def _fast_call(self, leaf: bool, scalars):
         run, consts, empty = self.plan.run, self.consts, np.empty
         specs, small, alloc = self._out_specs, self._small_out, self._alloc
         n_out = len(specs)
@@ -566,6 +584,33 @@ class HalideExecutor:
             run(args + consts, (out,), False, True)
             return out
         return call, call_out
+
+    def _viewed_fast_call(self, leaf: bool, scalars):
+        """fast_call's ``call`` for a plan with output views (no ``call_out``:
+        the general path handles ``out=``, through the inverse views)."""
+        inner = self._fast_call(False, scalars)[0]
+        steps = [self.views.get(k) for k in range(len(self._out_specs))]
+        if leaf:
+            view = steps[0]
+            return (lambda args: view(inner(args)[0])), None
+
+        def call(args):
+            return [o if v is None else v(o) for o, v in zip(inner(args), steps)]
+        return call, None
+
+    def native_out_specs(self) -> list[tuple]:
+        """The C call path's output specs: (shape, dtype), or for an output
+        returned as a view (shape, dtype, kernel output shape, byte
+        strides): the path allocates the array with those strides and runs
+        the plan on it seen with the kernel output's C-contiguous shape."""
+        specs = []
+        for k, (shape, dtype) in enumerate(self._out_specs):
+            view = self.views.get(k)
+            if view is None:
+                specs.append((shape, dtype))
+            else:
+                specs.append((view.shape, dtype, shape, view.strides(dtype.itemsize)))
+        return specs
 
     def timings(self) -> list[float]:
         return list(self.plan.last_timings())
@@ -612,8 +657,11 @@ def build_halide_executor(graph: Graph, target_str: str, autoscheduler=None):
     target = host_target(target_str)
     t0 = time.perf_counter()
     graph = codegen_graph(graph, target)
+    views = {}
+    if not target.has_gpu_feature():
+        graph, views = peel_output_views(graph)
     groups = partition(graph)
     kernels = compile_kernels(groups, target, autoscheduler)
-    ex = HalideExecutor(graph, target, kernels)
+    ex = HalideExecutor(graph, target, kernels, views)
     ex.build_seconds = time.perf_counter() - t0
     return ex

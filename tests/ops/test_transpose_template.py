@@ -112,13 +112,19 @@ def test_which_groups_fit():
 
 
 def test_transposed_computed_value():
-    """(x * 2 + b).T, returned: the product inlines into the transposed
-    write, tiled as x.T is (Adams2019 wrote it down the columns, 6x slower
-    at (8192, 512)); NaN and inf where numpy has them."""
+    """(x * 2 + b).T + 1: the product inlines into the transposed write,
+    tiled as x.T is (Adams2019 wrote it down the columns, 6x slower at
+    (8192, 512)); NaN and inf where numpy has them. Returned as it is,
+    (x * 2 + b).T is a view of the product, as in numpy (passes/views.py)."""
     x = rand((300, 257), seed=3)
     b = rand((257,), seed=4)
     x[7, 5] = np.nan
     b[9] = np.inf
-    f, g = traced(lambda x, b: (x * 2 + b).T, x, b)
+    f, g = traced(lambda x, b: (x * 2 + b).T + 1, x, b)
     assert g.scheduler.startswith("Transpose")
-    assert_same(f(x, b), (x * 2 + b).T)
+    assert_same(f(x, b), (x * 2 + b).T + 1)
+    f, g = traced(lambda x, b: (x * 2 + b).T, x, b)
+    assert g.scheduler.startswith("Elementwise")
+    got = f(x, b)
+    assert_same(got, (x * 2 + b).T)
+    assert got.T.flags.c_contiguous

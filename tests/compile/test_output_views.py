@@ -1,0 +1,141 @@
+"""passes/views.py: reshapes and transposes at a function's outputs are
+peeled off the kernels and returned as numpy views of the kernel output, so
+the group keeps the template of its work (RowReduce, Stencil, Elementwise)
+instead of Adams2019 on a re-indexed output. Values against numpy, the
+views' layout, out= (written through the inverse view where it exists),
+the C call path, pooled outputs and inputs left untouched."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import halojit
+from halojit import _rt
+from halojit.graph.ir import make_graph
+from halojit.graph.passes import optimize
+from halojit.graph.passes.views import peel_output_views
+
+from helpers import assert_same, random_array, seeded_array, softmax_ref
+
+
+def _softmax(x):
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def _blur(x):
+    h = x[:, :-2] + x[:, 1:-1] + x[:, 2:]
+    return (h[:-2] + h[1:-1] + h[2:]) / 9
+
+
+def _layout(a):
+    """Strides of the axes longer than 1 (the others' do not matter)."""
+    return [s for s, n in zip(a.strides, a.shape) if n > 1]
+
+
+def _peeled(fn, *args):
+    f = halojit.trace(fn)
+    conv = f._convert(args)
+    ctx, nodes, _ = f._trace([v for v, _ in conv], [a for _, a in conv], {}, False)
+    return peel_output_views(optimize(make_graph(ctx.inputs, nodes), 3))
+
+
+@pytest.mark.parametrize("view, template", [
+    (lambda y: y.reshape(-1), "RowReduce"),
+    (lambda y: y.reshape(8, 8, 256), "RowReduce"),
+    (lambda y: y.T, "RowReduce"),
+    (lambda y: y[None], "RowReduce"),
+], ids=["flat", "3d", "T", "newaxis"])
+def test_views_keep_the_template(view, template):
+    x = seeded_array((64, 256), seed=3)
+    f = halojit.trace(lambda a: view(_softmax(a)))
+    (g,) = f.lower(x).groups
+    assert g.schedule.startswith(f"// {template};"), g.schedule[:120]
+    got = f(x)
+    want = view(softmax_ref(x))
+    assert_same(got, want)
+    assert _layout(got) == _layout(want)  # the same view numpy gives
+
+
+def test_stencil_with_a_flat_output():
+    x = seeded_array((40, 70), seed=4)
+    f = halojit.trace(lambda a: _blur(a).reshape(-1))
+    (g,) = f.lower(x).groups
+    assert g.schedule.startswith("// Stencil;"), g.schedule[:120]
+    assert_same(f(x), _blur(x).reshape(-1))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int16", "bool", "float64"])
+@pytest.mark.parametrize("view", [
+    lambda y: y.reshape(-1),
+    lambda y: y.reshape(5, -1, 3).transpose(2, 0, 1),
+    lambda y: y.T.reshape(-1),          # only the reshape: numpy copies a transposed reshape
+    lambda y: np.expand_dims(y, 1).T,
+    lambda y: y.reshape(1, 30, 7)[0],
+], ids=["flat", "reshape-transpose", "transpose-reshape", "expand-T", "squeeze"])
+def test_chains_match_numpy(dtype, view):
+    rng = np.random.default_rng(5)
+    x = random_array(rng, (30, 7), dtype, specials=True)
+    x0 = x.copy()
+    fn = (lambda a: view(a ^ True)) if dtype == "bool" else (lambda a: view(a * 3 - a))
+    with np.errstate(invalid="ignore"):
+        want = fn(x)
+    f = halojit.trace(fn)
+    for _ in range(3):  # general path, then the C call path
+        got = f(x)
+        assert_same(got, want)
+        assert got.flags.writeable and not np.shares_memory(got, x)
+    assert _rt.dispatch_info(f)[1] >= 1  # ran from C
+    np.testing.assert_array_equal(x, x0)
+
+
+def test_what_is_peeled():
+    x = seeded_array((16, 16))
+    _, views = _peeled(lambda a: ((a + 1).T, a.T, (a * 2).reshape(-1)), x)
+    assert set(views) == {0, 2}  # an input's transpose keeps its kernel
+    _, views = _peeled(lambda a: ((a + 1), (a + 1).T), x)
+    assert not views  # the value is returned itself too
+    _, views = _peeled(lambda a: ((a + 1).T, (a + 1).reshape(-1)), x)
+    assert set(views) == {0}  # two views of one value: the first only
+    _, views = _peeled(lambda a: (a + 1).T.reshape(-1), x)
+    (v,) = views.values()
+    assert [op for op, _ in v.steps] == ["reshape"]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided"])
+def test_out_arrays(layout):
+    x = seeded_array((48, 64), seed=6)
+    f = halojit.trace(lambda a: (_softmax(a).T, (a + 1).reshape(8, 6, 64)))
+    want = (softmax_ref(x).T, (x + 1).reshape(8, 6, 64))
+    if layout == "contiguous":
+        outs = (np.empty((64, 48), np.float32), np.empty((8, 6, 64), np.float32))
+    elif layout == "transposed":  # out[0] laid out as the kernel's own output: written in place
+        outs = (np.empty((48, 64), np.float32).T, np.empty((64, 6, 8), np.float32).T)
+    else:
+        outs = (np.empty((64, 96), np.float32)[:, ::2], np.empty((8, 6, 128), np.float32)[..., ::2])
+    for _ in range(2):
+        got = f(x, out=outs)
+        assert got[0] is outs[0] and got[1] is outs[1]
+        assert_same(outs[0], want[0])
+        assert_same(outs[1], want[1])
+
+
+def test_pooled_outputs_stay_distinct():
+    """Outputs of 1 MiB and more come from a pool; a view returned earlier
+    keeps its block busy."""
+    x = seeded_array((512, 1024), seed=7)
+    f = halojit.trace(lambda a: (a * 2).T)
+    first = f(x)
+    second = f(x * 0.5)
+    assert not np.shares_memory(first, second)
+    assert_same(first, (x * 2).T)
+    assert_same(second, x.T)
+
+
+def test_artifact_of_a_viewed_output(tmp_path):
+    x = seeded_array((32, 64), seed=8)
+    f = halojit.trace(lambda a: _softmax(a).T)
+    path = tmp_path / "sm.hjm"
+    f.dump(path, x)
+    assert_same(halojit.load(path)(x), softmax_ref(x).T)
