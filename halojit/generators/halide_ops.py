@@ -85,6 +85,17 @@ def cast(e: hl.Expr, src: np.dtype, dst: np.dtype) -> hl.Expr:
         return e if src.kind == "b" else e != literal(0, src)
     if src.kind == "b":
         return hl.select(e, literal(1, dst), literal(0, dst))
+    if src.kind == "f" and dst.kind in "iu" and dst.itemsize < 4:
+        # numpy (C's cast on x86) truncates to int32 first, out of range and
+        # NaN to INT_MIN, then wraps: -1.0 -> 255 as uint8, 300.0 -> 44,
+        # 1e10 -> 0. Halide's direct cast is undefined there, and vectors
+        # saturated (-1.0 -> 0) where scalars wrapped: the answer depended
+        # on the array's length. The select also keeps Halide from folding
+        # the two casts into one.
+        f = e.type()
+        i32 = hl.select((e >= hl.cast(f, -2.0 ** 31)) & (e < hl.cast(f, 2.0 ** 31)),
+                        hl.cast(hl.Int(32), e), hl.Int(32).min())
+        return hl.cast(compute_type(dst), i32)
     r = hl.cast(compute_type(dst), e)
     if src.kind == "f" and dst.kind in "iu":
         # Halide 21's simplifier turns reinterpret(uint, cast(int, float))

@@ -73,3 +73,24 @@ def test_nan_to_int_is_numpys(idt):
         want = v.astype(idt)
         got = jit(lambda v: v.astype(idt), 3)(v)
     np.testing.assert_array_equal(got, want, strict=True)
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+                    reason="numpy's out-of-range values are the x86 conversion's")
+@pytest.mark.parametrize("fdt", FLOATS)
+@pytest.mark.parametrize("idt", [np.int8, np.uint8, np.int16, np.uint16])
+def test_out_of_range_to_short_ints_wrap_as_numpy(fdt, idt):
+    """numpy truncates to int32 (out of range and NaN: INT_MIN), then wraps:
+    -1.0 -> 255 as uint8, 300.0 -> 44, 1e10 -> 0. The same at every length:
+    vectorized, the kernels saturated (-1.0 -> 0) where one element wrapped."""
+    vals = [-1, -2.7, 300, -129, 200, 65535.5, 70000, -70000.5, 1e10, -1e10, 3e9, 2.2e9,
+            np.inf, -np.inf, np.nan, 2.0 ** 31, -2.0 ** 31, 12.9, -0.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        base = np.array(vals, np.float64).astype(fdt)
+        f = jit(lambda v: v.astype(idt), 3)
+        for reps in (1, 67):  # one lane each, and full vectors with a tail
+            v = np.tile(base, reps)
+            got = f(v)
+            want = v.astype(idt)
+            np.testing.assert_array_equal(got, want, strict=True, err_msg=f"{reps} copies")
