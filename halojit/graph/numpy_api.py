@@ -260,11 +260,15 @@ COMPOSITE_LOOPS: dict = {}
 GUFUNCS: dict = {}
 
 
+# numpy ufuncs that compute another one's values (the same loops, bit for bit)
+UFUNC_ALIASES = {"radians": "deg2rad", "degrees": "rad2deg"}
+
+
 def apply_ufunc(ctx, ufunc, method, inputs, kwargs):
     loc = user_loc()
     ctx = _ctx_of(*inputs) or ctx
     out = kwargs.pop("out", None)
-    name = ufunc.__name__
+    name = UFUNC_ALIASES.get(ufunc.__name__, ufunc.__name__)
     for o in (out if isinstance(out, tuple) else (out,)):
         if isinstance(o, TracedArray):
             o._check_writable(f"np.{name}(..., out=...)")

@@ -451,3 +451,17 @@ def test_float64_cbrt_within_1_ulp_of_numpy():
     assert ulps.max() <= 1, x[finite][np.argmax(ulps)]
     np.testing.assert_array_equal(got[~finite], want[~finite])
     assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_radians_and_degrees_as_numpy(dtype):
+    """np.radians and np.degrees are numpy's deg2rad and rad2deg loops under
+    other names: the same values, bit for bit."""
+    x = _inputs(5)[:4000].astype(dtype)
+    with np.errstate(all="ignore"):
+        want = (np.radians(x), np.degrees(x), np.radians(3), np.degrees(np.int16(7)))
+        got = halojit.trace(lambda a: (np.radians(a), np.degrees(a), np.radians(3),
+                                       np.degrees(np.int16(7))))(x)
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_array_equal(g, w, strict=False)
