@@ -931,6 +931,11 @@ def _like_factory(kind):
             fill = 1 if kind == "ones" else 0
         dt = check_dtype(dtype if dtype is not None else a.dtype, f"np.{kind}_like", loc)
         shape = tuple(a.shape) if shape is None else tuple(int(s) for s in np.atleast_1d(shape))
+        if isinstance(fill, TracedArray):  # a value known per call: numpy copies it in, unsafe cast
+            c = ctx.cast(fill, dt, loc)
+            if not shape:
+                return TracedArray(c, ctx)
+            return ctx.emit("broadcast_to", [c], {"shape": shape}, loc)
         c = ctx.constant(np.asarray(fill, dtype=dt))
         if not shape:
             return with_zero_d_kind(None, TracedArray(c, ctx), False)  # ones_like(0-d): array(1.)

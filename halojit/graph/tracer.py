@@ -48,6 +48,29 @@ def user_loc() -> str | None:
     return None
 
 
+def numpy_caller() -> str | None:
+    """The name of the outermost numpy Python function between here and the
+    user's frame (``full`` for np.full), or None (a C function: no frame)."""
+    f, name = sys._getframe(1), None
+    while f is not None:
+        fn = f.f_code.co_filename
+        if fn.startswith(_NUMPY_DIR):
+            name = f.f_code.co_name
+        elif not (fn.startswith(_PKG_DIR) or fn.startswith("<__array_function__")):
+            break
+        f = f.f_back
+    return name
+
+
+# what to write instead when numpy's Python function ``name`` met a traced value
+_CALLER_HINTS = {
+    "full": "np.full(shape, v) with a traced v: write np.broadcast_to(v, shape) (a read-only "
+            "view; np.zeros(shape, dtype) + v for a writable array)",
+    "linspace": "np.linspace with a traced start, stop or num: pass static values as keyword "
+                "arguments of the traced function, or compute start + np.arange(n) * step",
+}
+
+
 def current() -> "TraceContext | None":
     return getattr(_state, "ctx", None)
 
@@ -490,8 +513,17 @@ class TracedArray:
 
     def __array__(self, dtype=None, copy=None):
         if not self._ctx.eager and self._ctx.lazy is None:  # np.asarray(x) works: name the others
+            caller = numpy_caller()
+            if caller in _CALLER_HINTS:
+                raise TraceError(
+                    f"np.{caller} converted a traced value to a numpy array here"
+                    f"{format_loc(user_loc())}; a positional argument of a traced function is "
+                    f"a graph input, whose value is unknown while tracing. {_CALLER_HINTS[caller]}.")
             raise TraceError(
                 f"numpy converted a traced array to a numpy array here{format_loc(user_loc())}: "
+                "a traced value used as a size or fill value (np.arange(n), np.full(shape, v): "
+                "positional arguments are graph inputs; pass a size as a keyword argument, "
+                "which is static), "
                 "a numpy function given a list of traced arrays (np.sum([x, y])), a traced "
                 "value or index used on a numpy array (a[0] = x, a[idx] = v, a[idx] += 1, "
                 "np.eye(n)[labels]), or a C extension. Inside the trace only shapes and dtypes "

@@ -108,6 +108,15 @@ def test_numpy_converting_a_traced_value_is_a_trace_error(fn, opt_level):
         jit(fn, opt_level)(X)
 
 
+def test_a_traced_fill_or_size_names_the_call(opt_level):
+    with pytest.raises(TraceError, match=r"np\.full converted a traced value .*graph input.*"
+                                         r"np\.broadcast_to\(v, shape\)"):
+        jit(lambda x, v: np.full((2, 3), v) + x, opt_level)(X[:2, :3], 1.5)
+    with pytest.raises(TraceError, match=r"a traced value used as a size or fill value "
+                                         r"\(np\.arange\(n\).*keyword argument"):
+        jit(lambda x, n: np.arange(n) + x, opt_level)(X[0, :3], 3)
+
+
 def test_reading_a_numpy_array_at_traced_indices_points_at_arguments_and_one_hot():
     labels = np.array([1, 3, 0])
     with pytest.raises(TraceError, match=r"np\.eye\(n\)\[labels\].*as an argument.*"

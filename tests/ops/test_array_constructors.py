@@ -84,3 +84,23 @@ def test_constructors_are_restored_when_a_trace_fails():
 def test_refused_forms_say_why(opt_level):
     with pytest.raises(halojit.UnsupportedError, match="order='F'"):
         jit(lambda x: np.asarray(x, order="F"), opt_level)(X)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (lambda x, v: np.full_like(x, v), (np.arange(6.0).reshape(2, 3), 3)),
+    (lambda x, v: np.full_like(x, v, dtype=np.int8), (np.arange(6.0), -2.7)),
+    (lambda x: np.full_like(x, x.max()) - x, (np.arange(6, dtype=np.int16).reshape(3, 2),)),
+    (lambda x, v: np.full_like(x, v, shape=()), (np.arange(3.0), 1.5)),
+    (lambda x, v: np.full_like(x, v), (np.ones((2, 3), np.float32), np.arange(3.0))),
+    (lambda x, v: np.full_like(x, v), (np.ones(4, np.float32), np.nan)),
+], ids=["weak-int", "float-to-int8", "traced-max", "0-d", "row", "nan"])
+def test_full_like_of_a_traced_value(fn, args, opt_level):
+    want = fn(*args)
+    got = jit(fn, opt_level)(*args)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_full_like_out_of_range_is_numpys_error(opt_level):
+    with pytest.raises(OverflowError):
+        jit(lambda x, v: np.full_like(x, v), opt_level)(np.zeros(3, np.uint8), 300)
