@@ -1035,8 +1035,13 @@ def lower_argreduce(lw: Lowerer, node: Node, operands) -> Lazy:
     return func_lazy(f, node.shape, node.dtype, component=0)
 
 
+# each scan's step, a binary ufunc
+SCAN_COMBINE = {"cumsum": "add", "cumprod": "multiply", "cummax": "maximum", "cummin": "minimum",
+                "cumfmax": "fmax", "cumfmin": "fmin"}
+
+
 def lower_scan(lw: Lowerer, node: Node, operands) -> Lazy:
-    """cumsum / cumprod along one axis: the first element, then an update
+    """cumsum / cumprod / cummax... along one axis: the first element, then an update
     over the rest of the axis in order, each partial rounded to the output
     dtype as numpy's accumulate loops do (float32 sums stay float32, so the
     results match numpy's bit for bit)."""
@@ -1044,7 +1049,7 @@ def lower_scan(lw: Lowerer, node: Node, operands) -> Lazy:
     dt, axis = node.dtype, node.params["axis"]
     n = x.shape[axis]
     ct = H.compute_type(dt)
-    combine = H.BINARY["add" if node.op == "cumsum" else "multiply"]
+    combine = H.BINARY[SCAN_COMBINE[node.op]]
     f16 = dt == np.float16
     out_vars = lw.vars(len(x.shape))
     f = hl.Func(lw.fresh(node.op))
@@ -1595,7 +1600,7 @@ LOWER = {
         lw, node, operands),
     "argmin": lambda lw, node, operands: (lower_argreduce if lw.gpu else lower_reduce)(
         lw, node, operands),
-    "cumsum": lower_scan, "cumprod": lower_scan, "sort": lower_sort,
+    **{name: lower_scan for name in SCAN_COMBINE}, "sort": lower_sort,
     "argsort": lower_sort, "scatter": lower_scatter,
     "reshape": lower_reshape, "transpose": lower_transpose, "broadcast_to": lower_broadcast,
     "slice": lower_slice, "concatenate": lower_concatenate, "pad": lower_pad,

@@ -248,7 +248,8 @@ def _cast_all(ctx, xs, loc, dtype=None):
 # -- ufuncs --------------------------------------------------------------------
 _REDUCE_UFUNCS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
                   "fmax": "nanmax", "fmin": "nanmin", "logical_and": "all", "logical_or": "any"}
-_ACCUMULATE_UFUNCS = {"add": "cumsum", "multiply": "cumprod"}
+_ACCUMULATE_UFUNCS = {"add": "cumsum", "multiply": "cumprod", "maximum": "cummax",
+                      "minimum": "cummin", "fmax": "cumfmax", "fmin": "cumfmin"}
 # ufuncs with no graph op of their own: name -> a function of the operands
 # (TracedArrays already cast to numpy's loop dtypes), filled in by numpy_composite
 COMPOSITE_UFUNCS: dict = {}
@@ -567,7 +568,8 @@ def _scan(name):
         if axis is None or _flat_0d(a, axis):  # numpy scans the flattened array
             a, axis = reshape(a, (-1,)), 0
         ax = normalize_axis(axis, a.ndim, name, loc)
-        acc = np.dtype(dtype) if dtype is not None else _sum_dtype(a.dtype)
+        acc = np.dtype(dtype) if dtype is not None else \
+            _sum_dtype(a.dtype) if name in ("cumsum", "cumprod") else a.dtype
         return ctx.emit(name, [ctx.cast(a._node, acc, loc)], {"axis": ax}, loc)
     return fn
 

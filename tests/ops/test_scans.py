@@ -111,3 +111,30 @@ def test_bad_scans_raise_before_compiling():
         halojit.trace(lambda x: np.cumsum(x, out=x))(x)
     with pytest.raises(TypeError, match="axis must be an int"):
         halojit.trace(lambda x: np.cumprod(x, axis=(0,)))(x)
+
+
+@pytest.mark.parametrize("ufunc", [np.maximum, np.minimum, np.fmax, np.fmin])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int8, np.uint16,
+                                   np.bool_])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_max_min_accumulate(ufunc, dtype, axis):
+    """np.maximum.accumulate and kin (a running max or min): numpy's dtype,
+    NaN propagated by maximum/minimum and skipped by fmax/fmin, -0.0."""
+    rng = np.random.default_rng(abs(hash((ufunc.__name__, axis))) % 1000)
+    x = random_array(rng, (9, 70), dtype, specials=True)
+    if np.dtype(dtype).kind == "f":
+        x[2, 5:9] = [np.nan, -0.0, 0.0, np.nan]
+        x[5, :] = np.nan
+    fn = lambda x: ufunc.accumulate(x, axis=axis)  # noqa: E731
+    x0 = x.copy()
+    assert_same(halojit.trace(fn)(x), fn(x), rtol=0, atol=0)
+    np.testing.assert_array_equal(x, x0)
+
+
+def test_running_max_in_a_computation_and_dtype():
+    x = np.random.default_rng(7).standard_normal((5, 300)).astype(np.float32)
+    # a drawdown: the running peak minus the value, fused with its neighbours
+    fn = lambda x: np.maximum.accumulate(np.cumsum(x, axis=1), axis=1) - np.cumsum(x, axis=1)  # noqa: E731
+    assert_same(halojit.trace(fn)(x), fn(x), rtol=0, atol=0)
+    g = lambda x: np.minimum.accumulate((x * 10).astype(np.int16), dtype=np.float64)  # noqa: E731
+    assert_same(halojit.trace(g)(x), g(x), rtol=0, atol=0)

@@ -18,7 +18,7 @@ from ..ir import AbstractArray
 # Fusion traits.
 ELEMENTWISE = "elementwise"
 REDUCTION = "reduction"
-SCAN = "scan"  # cumsum, cumprod: serial along one axis, same shape out
+SCAN = "scan"  # cumsum, cumprod, cummax...: serial along one axis, same shape out
 SORT = "sort"  # a comparator network along one axis, same shape out
 SCATTER = "scatter"  # a serial loop writing a 1-D base at indices read from an array
 MOVEMENT = "movement"

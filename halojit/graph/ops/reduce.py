@@ -85,7 +85,10 @@ for _name in ARG_REDUCERS:
     register(OpDef(_name, REDUCTION, _infer(_name), _arg_reference(_name)))
 
 
-SCANS = {"cumsum": np.cumsum, "cumprod": np.cumprod}
+SCANS = {"cumsum": np.cumsum, "cumprod": np.cumprod,
+         # np.maximum.accumulate and kin: numpy has no cummax
+         "cummax": np.maximum.accumulate, "cummin": np.minimum.accumulate,
+         "cumfmax": np.fmax.accumulate, "cumfmin": np.fmin.accumulate}
 SORTS = ("sort", "argsort")
 
 
