@@ -818,6 +818,8 @@ UNARY = {
     "rint": lambda a: hl.round(a) if a.type().is_float() else a,
     "logical_not": lambda a: ~_truthy(a),
     "invert": lambda a: ~a,
+    # the 1 bits of |a| (numpy's definition), as uint8
+    "bitwise_count": lambda a: hl.cast(hl.UInt(8), hl.popcount(hl.abs(a) if a.type().is_int() else a)),
     "isnan": _float_only(hl.is_nan),
     "isinf": _float_only(hl.is_inf),
     "isfinite": _float_only(hl.is_finite, lambda a: a == a),

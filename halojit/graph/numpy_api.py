@@ -1005,7 +1005,11 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         if int(np.prod(shape, dtype=np.int64)) != a.size:  # numpy's ValueError, in any order
             raise ShapeError(f"reshape: cannot reshape an array of size {a.size} into shape "
                              f"{shape}{format_loc(loc)}; the element counts must match.")
-        raise UnsupportedError(f"reshape: order={order!r} is not supported; only 'C'{format_loc(loc)}.")
+        if order != "F":  # 'A' follows the memory layout of an input: not known when tracing
+            raise UnsupportedError(f"reshape: order={order!r} is not supported; only 'C' and "
+                                   f"'F'{format_loc(loc)}.")
+        if a.ndim > 1 or len(shape) > 1:  # Fortran order: the axes reversed on both sides
+            return transpose(reshape(transpose(a), tuple(reversed(shape))))
     if shape == a.shape:
         return a
     # 0-d: a scalar's reshape is a scalar; an array's (x.reshape(()), np.squeeze) an array

@@ -434,3 +434,22 @@ def test_pad_linear_ramp_errors():
         jit(lambda a: np.pad(a, 1, mode="linear_ramp", end_values=1j), 3)(x)
     with pytest.raises(halojit.UnsupportedError, match="stat_length"):
         jit(lambda a: np.pad(a, 1, mode="linear_ramp", stat_length=2), 3)(x)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: a.reshape(4, 6, order="F"),
+    lambda a: np.reshape(a, (6, 2, 2), order="F") * 2,
+    lambda a: np.ravel(a, order="F"),
+    lambda a: a.flatten("F") + 1,
+    lambda a: a[0].reshape(12, order="F"),
+    lambda a: a[:, ::-1, 1:3].ravel("F"),
+    lambda a: a[0, 0].reshape((2, 2), order="F"),
+], ids=["method", "function", "ravel", "flatten", "to-1d", "strided-view", "from-1d"])
+def test_fortran_order_reshapes(fn, opt_level):
+    """order='F' reads and writes the elements first axis fastest: the
+    reshape between two reversals of the axes."""
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) * 1.5 - 7
+    want = fn(x)
+    got = jit(fn, opt_level)(x)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

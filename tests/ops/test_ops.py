@@ -52,7 +52,8 @@ FULL_RANGE_INT = {"negative", "positive", "absolute", "sign", "square", "invert"
                   "maximum", "minimum", "fmax", "fmin", "equal", "not_equal", "less",
                   "less_equal", "greater", "greater_equal", "floor_divide", "remainder",
                   "fmod", "logical_and", "logical_or", "logical_xor", "logical_not",
-                  "floor", "ceil", "trunc", "rint", "isnan", "isinf", "isfinite", "signbit"}
+                  "floor", "ceil", "trunc", "rint", "isnan", "isinf", "isfinite", "signbit",
+                  "bitwise_count"}
 
 
 def unary_data(name, dtype, shape, rng):

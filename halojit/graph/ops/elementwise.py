@@ -20,7 +20,7 @@ UNARY = (
     "sin", "cos", "tan", "arcsin", "arccos", "arctan",
     "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
     "floor", "ceil", "trunc", "rint", "logical_not", "invert",
-    "isnan", "isinf", "isfinite", "signbit", "cbrt", "deg2rad", "rad2deg",
+    "isnan", "isinf", "isfinite", "signbit", "cbrt", "deg2rad", "rad2deg", "bitwise_count",
 )
 BINARY = (
     "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "fmod",
