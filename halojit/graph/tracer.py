@@ -66,8 +66,6 @@ def numpy_caller() -> str | None:
 _CALLER_HINTS = {
     "full": "np.full(shape, v) with a traced v: write np.broadcast_to(v, shape) (a read-only "
             "view; np.zeros(shape, dtype) + v for a writable array)",
-    "linspace": "np.linspace with a traced start, stop or num: pass static values as keyword "
-                "arguments of the traced function, or compute start + np.arange(n) * step",
 }
 
 
