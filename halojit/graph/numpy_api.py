@@ -1462,11 +1462,27 @@ def pad(array, pad_width, mode="constant", **kwargs):
                          f"{a.ndim} dimensions{format_loc(loc)}.") from None
     if (widths < 0).any():
         raise ShapeError(f"np.pad: pad_width must be non-negative, got {pad_width!r}{format_loc(loc)}.")
-    if not np.isscalar(value):
-        raise UnsupportedError(f"np.pad: only a scalar constant_values is supported{format_loc(loc)}.")
+    pairs = None
+    if not np.isscalar(value) and mode == "constant":  # numpy's per-axis (before, after) values
+        if isinstance(value, TracedArray):
+            raise UnsupportedError(f"np.pad: constant_values must be known while tracing"
+                                   f"{format_loc(loc)}; pad with 0 and add the values.")
+        pairs = [tuple(_stored_pad_value(v, a.dtype, loc) for v in pair)
+                 for pair in _end_value_pairs(value, a.ndim, loc, "constant_values")]
+        if len({v for pair in pairs for v in pair}) == 1:
+            value, pairs = pairs[0][0], None
     widths = tuple((int(lo), int(hi)) for lo, hi in widths)
     if a.ndim == 0:
         return a  # numpy pads no axis of a 0-d array
+    if pairs is not None and mode == "constant":
+        # numpy fills axis after axis over the whole padded extent of the
+        # others: the corners take the later axis' values
+        for axis, ((lo, hi), (v_lo, v_hi)) in enumerate(zip(widths, pairs)):
+            for width, v in (((lo, 0), v_lo), ((0, hi), v_hi)):
+                if width != (0, 0):
+                    w = tuple(width if d == axis else (0, 0) for d in range(a.ndim))
+                    a = pad(a, w, "constant", constant_values=v)
+        return a
     if mode in _PAD_STATS:
         return _pad_stat(a, widths, mode, stat_length, loc)
     if mode == "linear_ramp":
@@ -1477,14 +1493,28 @@ def pad(array, pad_width, mode="constant", **kwargs):
     return ctx.emit("pad", [a], {"pad_width": widths, "mode": mode, "value": v}, loc)
 
 
-def _end_value_pairs(end_values, ndim: int, loc) -> list:
-    """np.pad's (before, after) end values per axis, as numpy reads them
-    (_as_pairs): one or two values become numpy scalars of their array's
-    dtype, which take part in the ramp's dtype; a per-axis table becomes
-    Python numbers, which do not."""
+def _stored_pad_value(v, dtype, loc):
+    """One of np.pad's per-axis constant values stored as numpy stores it
+    (padded[...] = v): a Python int out of range is numpy's OverflowError, a
+    numpy scalar casts. Returns the stored value as a Python scalar."""
+    cell = np.zeros(1, dtype)
+    try:
+        with np.errstate(all="ignore"):
+            cell[0] = v
+    except (ValueError, OverflowError) as ex:
+        raise type(ex)(f"np.pad: constant_values {v!r} cannot be stored in an array of "
+                       f"{np.dtype(dtype)} ({ex}){format_loc(loc)}.") from None
+    return cell[0].item()
+
+
+def _end_value_pairs(end_values, ndim: int, loc, what: str = "end_values") -> list:
+    """np.pad's (before, after) end values (or constant values: ``what``)
+    per axis, as numpy reads them (_as_pairs): one or two values become
+    numpy scalars of their array's dtype, which take part in the ramp's
+    dtype; a per-axis table becomes Python numbers, which do not."""
     x = np.array(end_values)
     if x.dtype.kind not in "biuf":
-        raise UnsupportedError(f"np.pad: end_values of dtype {x.dtype} are not supported; "
+        raise UnsupportedError(f"np.pad: {what} of dtype {x.dtype} are not supported; "
                                f"expected real numbers{format_loc(loc)}.")
     if x.ndim < 3 and x.size == 1:
         v = x.ravel()[0]
@@ -1495,7 +1525,7 @@ def _end_value_pairs(end_values, ndim: int, loc) -> list:
     try:
         return np.broadcast_to(x, (ndim, 2)).tolist()
     except ValueError:
-        raise ValueError(f"np.pad: end_values of shape {x.shape} do not fit an array of {ndim} "
+        raise ValueError(f"np.pad: {what} of shape {x.shape} do not fit an array of {ndim} "
                          f"dimensions{format_loc(loc)}") from None
 
 

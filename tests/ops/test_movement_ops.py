@@ -436,6 +436,33 @@ def test_pad_linear_ramp_errors():
         jit(lambda a: np.pad(a, 1, mode="linear_ramp", stat_length=2), 3)(x)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int16, np.float64])
+def test_pad_per_axis_constant_values(dtype, opt_level):
+    """constant_values per axis, as numpy pads: axis after axis over the
+    whole extent padded so far (corners take the later axis' values); one or
+    two values are numpy scalars (cast, as numpy does), a table Python
+    numbers (out of range: numpy's OverflowError)."""
+    x = (np.arange(24).reshape(2, 3, 4) * 7 - 30).astype(dtype)
+    cases = [(2, ((1, 2), (3, 4), (5, 6))), (((1, 0), (0, 2), (3, 1)), (5, -1)),
+             (1, ((7,), (8,), (9,))), ((1, 2), [[1, 1], [1, 1], [1, 1]]),
+             (((0, 0), (1, 1), (2, 0)), ((9, 9), (1, 2), (3, 4)))]
+    for width, values in cases:
+        fn = lambda a: np.pad(a, width, constant_values=values)  # noqa: E731
+        want = fn(x)
+        got = jit(fn, opt_level)(x)
+        assert got.dtype == want.dtype and got.shape == want.shape, (width, values)
+        np.testing.assert_array_equal(got, want, err_msg=f"{width} {values}")
+    if dtype == np.uint8:
+        with pytest.raises(OverflowError):
+            np.pad(x, 1, constant_values=((300, 2), (3, 4), (5, 6)))
+        with pytest.raises(OverflowError, match="constant_values 300"):
+            jit(lambda a: np.pad(a, 1, constant_values=((300, 2), (3, 4), (5, 6))), opt_level)(x)
+        fn = lambda a: np.pad(a, 1, constant_values=(300, -1))  # noqa: E731  (numpy scalars: cast)
+        np.testing.assert_array_equal(jit(fn, opt_level)(x), fn(x))
+    with pytest.raises(ValueError, match="constant_values of shape"):
+        jit(lambda a: np.pad(a, 1, constant_values=((1, 2, 3),) * 3), opt_level)(x)
+
+
 @pytest.mark.parametrize("fn", [
     lambda a: a.reshape(4, 6, order="F"),
     lambda a: np.reshape(a, (6, 2, 2), order="F") * 2,
