@@ -2170,7 +2170,32 @@ def outer(a, b, out=None):
 def einsum(subscripts, *operands, out=None, dtype=None, optimize=False, casting="safe", **kw):
     from .einsum import einsum as _einsum
     _unsupported_kw("einsum", dict(kw, out=out))
+    if not isinstance(subscripts, str):  # einsum(a, [0, 1], b, [1, 2], [0, 2])
+        subscripts, operands = _einsum_sublists((subscripts,) + operands)
     return _einsum(subscripts, operands, dtype, casting)
+
+
+def _einsum_sublists(args) -> tuple[str, tuple]:
+    """np.einsum's operand-and-sublist form as (subscripts, operands): axis
+    numbers 0-25 as A-Z and 26-51 as a-z (numpy's own letters, so an
+    implicit output keeps its order), Ellipsis as '...'."""
+    def term(sub):
+        out = []
+        for k in sub:
+            if k is Ellipsis:
+                out.append("...")
+            elif isinstance(k, (int, np.integer)) and 0 <= k < 52:
+                out.append(chr(ord("A") + k) if k < 26 else chr(ord("a") + k - 26))
+            else:
+                raise ValueError(f"np.einsum: subscript {k!r} in a sublist: expected integers "
+                                 f"in [0, 52) or Ellipsis{format_loc(user_loc())}.")
+        return "".join(out)
+    ops, terms = args[0::2], [term(sub) for sub in args[1::2]]
+    if len(args) % 2:  # an output sublist ends the list
+        ops, rhs = ops[:-1], "->" + term(args[-1])
+    else:
+        rhs = ""
+    return ",".join(terms) + rhs, tuple(ops)
 
 
 def _norm_axes(x, axis, fname, loc):

@@ -13,7 +13,7 @@ import pytest
 import halojit
 from halojit.graph.passes.matmul import chunk_count
 
-from helpers import assert_matmul_close, local_graphs
+from helpers import assert_matmul_close, jit, local_graphs
 
 pytestmark = pytest.mark.level3
 
@@ -223,3 +223,28 @@ def test_einsum_casts_every_operand_to_the_common_dtype_first(spec, dts):
     got, want = f(*fixed), np.einsum(spec, *fixed)
     assert np.asarray(got).dtype == np.asarray(want).dtype
     np.testing.assert_allclose(got, want, rtol=1e-3)
+
+
+@pytest.mark.parametrize("args", [
+    lambda a, b, c: (a, [0, 1], b, [1, 2], [0, 2]),
+    lambda a, b, c: (a, [0, 1], b, [1, 2]),            # implicit output: axes in order
+    lambda a, b, c: (a, [0, 1], [1]),
+    lambda a, b, c: (c, [Ellipsis, 1, 2], b, [2, 3], [Ellipsis, 1, 3]),
+    lambda a, b, c: (a, [30, 1], a, [30, 1]),          # lower-case letters, a full contraction
+    lambda a, b, c: (a, [1, 0]),                        # implicit: transposed
+], ids=["matmul", "implicit", "sum", "ellipsis", "dot", "transpose"])
+def test_einsum_sublist_form(args, opt_level):
+    """np.einsum(op0, sublist0, op1, sublist1, ..., [out]): axis numbers as
+    numpy's letters (0-25 A-Z, 26-51 a-z), Ellipsis as '...'."""
+    a, b, c = rand((3, 4), seed=20), rand((4, 5), seed=21), rand((2, 3, 4), seed=22)
+    fn = lambda a, b, c: np.einsum(*args(a, b, c))  # noqa: E731
+    want = fn(a, b, c)
+    got = jit(fn, opt_level)(a, b, c)
+    assert np.shape(got) == np.shape(want) and np.asarray(got).dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_einsum_sublist_errors():
+    a = rand((3, 4), seed=23)
+    with pytest.raises(ValueError, match="subscript 52"):
+        halojit.trace(lambda a: np.einsum(a, [0, 52]))(a)
