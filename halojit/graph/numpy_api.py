@@ -2157,8 +2157,9 @@ def dot(a, b, out=None):
         return np.multiply(a, b)
     if np.ndim(b) <= 2:
         return matmul(a, b)
-    raise UnsupportedError(f"np.dot with a {np.ndim(b)}-D second operand is not supported"
-                           f"{format_loc(user_loc())}; use np.matmul or np.einsum.")
+    # dot(a, b)[i, j, k, m] = sum(a[i, j, :] * b[k, :, m]): a's last axis
+    # against b's second-to-last, the free axes of a then of b
+    return np.tensordot(a, b, axes=([np.ndim(a) - 1], [np.ndim(b) - 2]))
 
 
 @implements(np.outer)

@@ -248,3 +248,19 @@ def test_einsum_sublist_errors():
     a = rand((3, 4), seed=23)
     with pytest.raises(ValueError, match="subscript 52"):
         halojit.trace(lambda a: np.einsum(a, [0, 52]))(a)
+
+
+@pytest.mark.parametrize("sa, sb, dtype", [
+    ((2, 3, 4), (5, 4, 6), np.float32), ((4,), (2, 4, 3), np.float64),
+    ((3, 4), (2, 2, 4, 5), np.int32), ((2, 4), (3, 4, 2), np.int8),
+])
+def test_dot_with_an_nd_second_operand(sa, sb, dtype, opt_level):
+    """np.dot(a, b) with b of 3 or more axes: a's last axis against b's
+    second-to-last, the free axes of a then those of b (int8 wraps as numpy's)."""
+    rng = np.random.default_rng(24)
+    a = (rng.standard_normal(sa) * 5).astype(dtype)
+    b = (rng.standard_normal(sb) * 5).astype(dtype)
+    want = np.dot(a, b)
+    got = jit(lambda a, b: np.dot(a, b), opt_level)(a, b)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5)
