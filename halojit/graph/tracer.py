@@ -381,11 +381,20 @@ class TraceContext:
         if self.lazy is not None:
             return self.lazy(node)
         if not self.eager:
+            if why in ("int()", "using a traced array as a Python index"):
+                # np.zeros(n), np.linspace(0, 1, n), x.reshape(n, -1), x[:n]: a size
+                advice = ("A size or slice bound must be known while tracing: pass it as a "
+                          "static keyword argument (part of the cache key) or read it from a "
+                          "shape (x.shape[0]); pick per-call values with np.where or an "
+                          "integer-array index (x[i]); or trace with symbolic=False to freeze "
+                          "the first call's value.")
+            else:
+                advice = ("Use np.where for value-dependent choices, make the condition a "
+                          "static keyword argument, or trace with symbolic=False to freeze "
+                          "the first call's path.")
             raise TraceError(
                 f"{why} needs the value of a traced array{format_loc(loc)}, but symbolic "
-                "tracing only knows shapes and dtypes. Use np.where for value-dependent "
-                "choices, make the condition a static keyword argument, or trace with "
-                "symbolic=False to freeze the first call's path."
+                f"tracing only knows shapes and dtypes. {advice}"
             )
         self.value_branches += 1
         return self.values[node]

@@ -85,6 +85,8 @@ def test_value_dependent_python_is_a_trace_error(fn, what, opt_level):
     assert msg.startswith(f"{what} needs the value of a traced array")
     assert f"(at test_errors.py:{line})" in msg  # the user's file and line
     assert "symbolic=False" in msg and "static keyword argument" in msg and "np.where" in msg
+    if what in ("int()", "using a traced array as a Python index"):
+        assert "size or slice bound" in msg and "x.shape[0]" in msg
     # a failed trace caches nothing: the next call traces again and fails again
     with pytest.raises(TraceError):
         f(X)
