@@ -107,6 +107,15 @@ def _large(nodes, target) -> tuple[int, ...]:
     return found
 
 
+# Templates whose outputs keep plain stores: Transpose writes each output
+# row a block (8 floats, half a cache line) at a time, 8 rows interleaved,
+# so its streaming stores left partial lines in the write-combining
+# buffers. x.T + y, 2-core Intel Xeon (Sapphire Rapids class) KVM VM under
+# load, medians of 7: (3000, 3000) 57.6 -> 39.1 ms plain, (4000, 4000) 127
+# -> 68 (numpy 41-44, 78).
+PLAIN_STORE_TEMPLATES = ("Transpose",)
+
+
 def stream_outputs(local: Graph, target, spec=None) -> tuple[int, ...]:
     """Indices of ``local``'s outputs a kernel for ``target`` scheduled by
     ``spec`` writes with streaming stores: on x86-64 CPU targets with
@@ -121,6 +130,8 @@ def stream_outputs(local: Graph, target, spec=None) -> tuple[int, ...]:
     (1024-wide rows: 14-17 ms either way). On the 2-core AMD VM they gained
     little over plain stores (the 4096x4096 blur's 4094-wide rows: 6.2-7.2
     against 7.0-7.2 ms, see above)."""
+    if spec is not None and spec.name in PLAIN_STORE_TEMPLATES:
+        return ()
     found = []
     for k in _large(local.outputs, target):
         out = local.outputs[k]
