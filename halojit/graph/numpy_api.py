@@ -17,7 +17,6 @@ from ..errors import (DTypeError, IndexOutOfBoundsError, IndexShapeError, IndexT
                       TraceError, UnsupportedError, format_loc)
 from .ops import broadcast_shapes, normalize_axes, normalize_axis
 from .ops.elementwise import UFUNCS, resolve_ufunc
-from .passes.matmul import SHORT_K
 from .tracer import TracedArray, check_dtype, current, user_loc, with_zero_d_kind, zero_d_kind
 
 HANDLERS: dict = {}
@@ -2115,13 +2114,6 @@ def _vector_product(ctx, a, b, dtype, loc):
     (numpy 46); u @ x for (4096, 4096) 3.8 -> 1.2 ms (numpy 1.0)."""
     a = TracedArray(ctx.cast(a, dtype, loc), ctx)
     b = TracedArray(ctx.cast(b, dtype, loc), ctx)
-    if b.ndim == 1 and a.ndim > 1 and b.size <= SHORT_K:
-        # X @ v over a few columns (an RGB image @ luma weights): the matmul,
-        # which expand_short_matmuls makes an elementwise sum of columns.
-        # Reduced along its short last axis it took Adams2019: (2048, 2048,
-        # 3) float32 @ (3,) 12.8 -> 10.2 ms, (2**20, 8) @ (8,) 10.9 -> 8.4
-        # (numpy 8.6-10.0, 7.5-8.5; medians of 9, 2-core VM under load)
-        return None
     if b.ndim == 1:  # x @ v and the dot product: a row reduction of x * v
         return reduction("sum", a * b, -1, False, dtype)
     if b.size < VECMAT_MIN_ELEMENTS:

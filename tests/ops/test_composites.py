@@ -231,12 +231,12 @@ def test_average_with_constant_weights_that_sum_to_zero():
     (lambda a: np.average(a, weights=a[0]), TypeError),
     (lambda a: np.average(a, axis=0, weights=a[0]), ValueError),
     (lambda a: np.nanmean(a, where=a > 0), UnsupportedError),
-    (lambda a: np.maximum.accumulate(a), UnsupportedError),
+    (lambda a: np.subtract.accumulate(a), UnsupportedError),
     (lambda a: np.piecewise(a, [a > 0], [1, 2, 3]), ValueError),
     (lambda a: np.piecewise(a, a > 0, [1]), ValueError),  # 2-D: its rows are the conditions
 ], ids=["kth-high", "kth-low", "gradient-coords", "gradient-nargs", "gradient-short",
         "select-nonbool", "select-lengths", "tensordot-mismatch", "cross-dims",
-        "average-noaxis", "average-wshape", "nanmean-where", "maximum-accumulate", "piecewise-count",
+        "average-noaxis", "average-wshape", "nanmean-where", "subtract-accumulate", "piecewise-count",
         "piecewise-rows"])
 def test_errors(fn, error):
     a = D["g"]

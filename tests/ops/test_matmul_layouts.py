@@ -169,15 +169,8 @@ def test_matrix_vector_is_a_product_and_a_row_sum(shape, dtype):
     got = f(x, v)
     assert got.dtype == np.dtype(dtype) and got.shape == shape[:-1]
     assert_matmul_close(got, x @ v, shape[-1])
-    # zero-size results are constants: no group at all; a few columns are
-    # summed elementwise (test_a_few_columns_times_a_vector_is_elementwise)
-    ops = ops_of(f, x, v)
-    if not (got.size and x.size):
-        assert ops == []
-    elif shape[-1] <= 8:
-        assert len(ops) == 1 and "sum" not in ops[0] and ops[0].count("multiply") == shape[-1]
-    else:
-        assert ops == [["multiply", "sum"]]
+    # zero-size results are constants: no group at all
+    assert ops_of(f, x, v) == ([["multiply", "sum"]] if got.size and x.size else [])
 
 
 def test_matrix_vector_views_specials_and_mixed_dtypes():
@@ -272,20 +265,3 @@ def test_dot_with_an_nd_second_operand(sa, sb, dtype, opt_level):
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=1e-5)
 
-
-@pytest.mark.parametrize("shape, k", [((64, 48, 3), 3), ((1000, 8), 8), ((7, 5, 2), 2)])
-def test_a_few_columns_times_a_vector_is_elementwise(shape, k, opt_level):
-    """X @ v over a short last axis (an RGB image @ luma weights): the
-    elementwise sum of X's columns times v's entries (expand_short_matmuls),
-    not a reduction along the short axis (Adams2019)."""
-    x = rand(shape, seed=25)
-    x[0, 0] = np.nan if x.ndim == 2 else x[0, 0]
-    v = rand((k,), seed=26)
-    fn = lambda x, v: x @ v  # noqa: E731
-    want = fn(x, v)
-    f = jit(fn, opt_level)
-    got = f(x, v)
-    assert got.shape == want.shape and got.dtype == want.dtype
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-    if opt_level == 3:
-        assert [g.scheduler.split(";")[0] for g in f.lower(x, v).groups] == ["Elementwise"]
