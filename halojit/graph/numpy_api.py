@@ -17,6 +17,7 @@ from ..errors import (DTypeError, IndexOutOfBoundsError, IndexShapeError, IndexT
                       TraceError, UnsupportedError, format_loc)
 from .ops import broadcast_shapes, normalize_axes, normalize_axis
 from .ops.elementwise import UFUNCS, resolve_ufunc
+from .passes.matmul import SHORT_CHANNELS
 from .tracer import TracedArray, check_dtype, current, user_loc, with_zero_d_kind, zero_d_kind
 
 HANDLERS: dict = {}
@@ -2114,6 +2115,14 @@ def _vector_product(ctx, a, b, dtype, loc):
     (numpy 46); u @ x for (4096, 4096) 3.8 -> 1.2 ms (numpy 1.0)."""
     a = TracedArray(ctx.cast(a, dtype, loc), ctx)
     b = TracedArray(ctx.cast(b, dtype, loc), ctx)
+    if b.ndim == 1 and a.ndim > 1 and 1 <= b.size <= SHORT_CHANNELS:
+        # X @ v over a few columns (an RGB image @ luma weights, points @ a
+        # 3-vector): an elementwise sum of X's columns (see SHORT_CHANNELS),
+        # from +0.0 as numpy's matmul sums (products of -0.0 give +0.0)
+        acc = TracedArray(ctx.constant(np.zeros((), dtype)), ctx)
+        for j in range(b.size):
+            acc = acc + a[..., j] * b[j]
+        return acc
     if b.ndim == 1:  # x @ v and the dot product: a row reduction of x * v
         return reduction("sum", a * b, -1, False, dtype)
     if b.size < VECMAT_MIN_ELEMENTS:

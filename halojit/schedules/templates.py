@@ -154,7 +154,27 @@ def elementwise_fits(graph) -> bool:
         return False
     short = k > 1
     return all(n.op in ("input", "constant", "take") or inlines(n)
-               or (short and n.op in SHORT_AXIS_VIEWS) for n in graph.nodes)
+               or (short and n.op in SHORT_AXIS_VIEWS) or channel_pick(n)
+               for n in graph.nodes)
+
+
+def channel_pick(node) -> bool:
+    """``x[..., j]``: a slice of one index of a short last axis (at most
+    passes.matmul.SHORT_CHANNELS long: an image's channels, a point's
+    coordinates, the columns of ``X @ v`` in numpy_api._vector_product), or
+    the reshape that drops its size-1 axis. Inlined, it is a strided read
+    of x in the output's order, vector loads and shuffles where x is dense
+    (_picked_condition)."""
+    from ..graph.passes.matmul import SHORT_CHANNELS
+    if node.op == "reshape":
+        src = node.inputs[0]
+        return src.op == "slice" and channel_pick(src) and \
+            [d for d in node.shape if d != 1] == [d for d in src.shape if d != 1]
+    if node.op != "slice":
+        return False
+    x = node.inputs[0].shape
+    return bool(x) and node.shape[:-1] == x[:-1] and node.shape[-1] == 1 < x[-1] <= SHORT_CHANNELS \
+        and all(s == 0 for s in node.params["starts"][:-1])
 
 
 # Movement whose lowering is index arithmetic (a select for concatenate),
@@ -807,11 +827,14 @@ def apply_elementwise(lowered, params) -> str:
     inline_stages(lowered)
     lines += _schedule_trig_checks(lowered, parallel and n_rows * width >= TRIG_PARALLEL_MIN)
     dense = _dense_condition(lowered, node.shape, k) if k > 1 else None
+    picked = _picked_condition(lowered)
+    if picked is not None:
+        dense = picked if dense is None else dense & picked
     trig = lowered.trig_ok
     for cond, what in ((None if trig is None or dense is None else trig & dense,
                         "arguments of sin/cos/tan checked and dense"),
                        (trig, "arguments of sin/cos/tan checked"),
-                       (dense, f"dense over the last {k} axes")):
+                       (dense, f"dense over the last {k} axes or channels")):
         if cond is not None:
             out.specialize(cond)
             lines.append(f"{out.name()}.specialize({what})")
@@ -1039,6 +1062,17 @@ def _dense_condition(lowered, shape, k: int):
     buffers += [(p, x.shape, k) for p, x in zip(lowered.params, lowered.graph.inputs)
                 if x.shape[len(x.shape) - k:] == tail]
     return dense_condition(buffers)
+
+
+def _picked_condition(lowered):
+    """The condition that every input read through ``channel_pick`` slices
+    is dense over its last two axes, or None: its channels are then a
+    constant stride apart and Halide loads them as vectors and shuffles,
+    where an unknown stride loads each lane alone: (512, 512, 3) @ (3,)
+    float32, one core, 0.15 -> 0.057 ms (2-core Zen 4 VM; numpy 0.084)."""
+    picked = {n.inputs[0] for n in lowered.graph.nodes if n.op == "slice" and channel_pick(n)}
+    return dense_condition([(p, x.shape, 2) for p, x in zip(lowered.params, lowered.graph.inputs)
+                            if x in picked and x.aval.ndim >= 2])
 
 
 def specialize_dense_inputs(stage, lowered, what: str) -> list[str]:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import halojit
-from halojit.graph.passes.matmul import chunk_count
+from halojit.graph.passes.matmul import SHORT_CHANNELS, chunk_count
 
 from helpers import assert_matmul_close, jit, local_graphs
 
@@ -161,7 +161,8 @@ def test_vector_dot_is_a_product_and_a_sum(dtype):
         f(v, w[:100])
 
 
-@pytest.mark.parametrize("shape", [(37, 50), (1, 1), (5, 0), (0, 8), (3, 5, 40), (300, 3)])
+@pytest.mark.parametrize("shape", [(37, 50), (1, 1), (5, 0), (0, 8), (3, 5, 40), (300, 3),
+                                   (300, 5), (0, 3)])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_matrix_vector_is_a_product_and_a_row_sum(shape, dtype):
     x, v = rand(shape, dtype, 20), rand(shape[-1:], dtype, 21)
@@ -169,8 +170,15 @@ def test_matrix_vector_is_a_product_and_a_row_sum(shape, dtype):
     got = f(x, v)
     assert got.dtype == np.dtype(dtype) and got.shape == shape[:-1]
     assert_matmul_close(got, x @ v, shape[-1])
-    # zero-size results are constants: no group at all
-    assert ops_of(f, x, v) == ([["multiply", "sum"]] if got.size and x.size else [])
+    # zero-size results are constants: no group at all; up to SHORT_CHANNELS
+    # columns are summed elementwise (test_a_few_columns_times_a_vector)
+    ops = ops_of(f, x, v)
+    if not (got.size and x.size):
+        assert ops == []
+    elif x.ndim > 1 and 1 <= shape[-1] <= SHORT_CHANNELS:
+        assert len(ops) == 1 and "sum" not in ops[0] and ops[0].count("multiply") == shape[-1]
+    else:
+        assert ops == [["multiply", "sum"]]
 
 
 def test_matrix_vector_views_specials_and_mixed_dtypes():
@@ -265,3 +273,34 @@ def test_dot_with_an_nd_second_operand(sa, sb, dtype, opt_level):
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=1e-5)
 
+
+
+@pytest.mark.parametrize("shape", [(64, 48, 3), (1000, 4), (7, 5, 2), (2, 3, 130, 3)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_few_columns_times_a_vector(shape, dtype):
+    """X @ v over a short last axis (an RGB image @ luma weights) is the
+    elementwise sum of X's columns times v's entries, and the Elementwise
+    template reads the columns with a stride (templates.channel_pick); on
+    dense inputs and on views, where the stride is not the row length."""
+    x = rand(shape, dtype, seed=25)
+    flat = x.reshape(-1)
+    flat[:4] = [np.nan, np.inf, -np.inf, -0.0]
+    v = rand(shape[-1:], dtype, seed=26)
+    f = halojit.trace(lambda x, v: x @ v)
+    got = f(x, v)
+    assert got.shape == shape[:-1] and got.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(got, x @ v, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-6)
+    assert [g.scheduler.split(";")[0] for g in f.lower(x, v).groups] == ["Elementwise"]
+    # an all -0.0 row sums to +0.0, as numpy's matmul does
+    z = np.full((5, shape[-1]), -0.0, dtype)
+    assert not np.signbit(f(z, v)).any() and not np.signbit(z @ v).any()
+    # views: channels of a wider array, a reversed or strided outer axis
+    wide = rand(shape[:-1] + (shape[-1] + 2,), dtype, seed=27)
+    before = wide.copy()
+    for xs in (wide[..., 1:shape[-1] + 1], wide[::-1, ..., :shape[-1]], x[::2]):
+        np.testing.assert_allclose(f(xs, v), xs @ v, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(wide, before)
+    # fused with what follows: a luma clipped and scaled to uint8
+    g = halojit.trace(lambda x, v: np.clip(x @ v, 0, 1) * 255)
+    np.testing.assert_allclose(g(x, v), np.clip(x @ v, 0, 1) * 255, rtol=1e-5, atol=1e-4)
+    assert len(g.lower(x, v).groups) == 1

@@ -83,6 +83,18 @@ def split_long_matmuls(graph: Graph) -> Graph:
 SHORT_K = 8
 SHORT_N = 4
 
+# X @ v with v this short or shorter is traced as an elementwise sum of X's
+# columns (numpy_api._vector_product), whose strided channel reads the
+# Elementwise template loads as vectors and shuffles (templates.channel_pick).
+# Measured against the row reduction of X * v it replaced (2-core Zen 4 VM,
+# float32, medians of 11 interleaved with numpy, ms): (2**20, K) for K = 2,
+# 3, 4: 0.59 -> 0.18, 0.82 -> 0.65, 1.07 -> 0.95 (numpy 0.23, 1.4-2.0,
+# 1.0-1.7); (2**16, K): 0.023 -> 0.010, 0.034 -> 0.013, 0.042 -> 0.019
+# (numpy 0.024-0.11); (512, 512, 3) 0.15 -> 0.057 (numpy 0.084). Wider
+# rows lose: the shuffles of 5, 7 or 8 lanes apart cost more than the
+# reduction (K = 8: 2.1 -> 4.1 ms, numpy 1.3-1.4).
+SHORT_CHANNELS = 4
+
 
 def expand_short_matmuls(graph: Graph) -> Graph:
     """A @ B with K <= SHORT_K and N <= SHORT_N, such as points (n, 3) @ R.T,
