@@ -183,6 +183,7 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
                                       matmul_fits, row_arg_fits, row_reduce_fits, scatter_fits,
                                       sort_fits,
                                       stencil_chain, stencil_fits, transpose_fits)
+    from ..schedules.select import select_fits
     from .compile import native_lanes
     lanes = native_lanes(target, 16)  # float32 lanes of one native vector
     if matmul_fits(local):
@@ -190,6 +191,8 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
     serial = max((n.aval.size for n in local.nodes), default=0) < SERIAL_MAX_ELEMENTS
     if sort_fits(local):
         return make_spec("Sort", {"parallel": "0"} if serial else {})
+    if select_fits(local):
+        return make_spec("Select", {"parallel": "0"} if serial else {})
     if scatter_fits(local):
         return make_spec("Scatter", {"parallel": "0"} if serial else {})
     if row_arg_fits(local):

@@ -1179,6 +1179,96 @@ def lower_sort(lw: Lowerer, node: Node, operands) -> Lazy:
     return func_lazy(out, node.shape, dt)
 
 
+# bits of the key a radix selection pass resolves (256 bins)
+SELECT_DIGIT = 8
+
+
+def lower_select(lw: Lowerer, node: Node, operands) -> Lazy:
+    """The values at positions ``kth`` of the sorted last axis, as numpy's
+    partition finds them but by radix selection: an unsigned key per value
+    whose order is the sort order (_sort_key, NaN last), then one pass per
+    8 bits of the key, high first. A pass counts, per position j, the keys
+    that share the bits found so far into 256 bins by their next 8 bits
+    (``selhist``, an update over the axis), sums the bins (``selcum``), and
+    picks the bin that holds the wanted rank (``seldigit``); the rank goes
+    on within that bin (``selrank``). After the last pass the bits found are
+    the key of the value (``selected``). 4 passes over a float32 row, 8 over
+    a float64 one, each a read of the keys; a sort's network makes about
+    log2(n)**2 / 2 passes."""
+    (x,) = operands
+    kth, dt = tuple(node.params["kth"]), node.dtype
+    n, m = x.shape[-1], len(kth)
+    vs = lw.vars(len(x.shape))
+    rows = tuple(reversed(vs[:-1]))  # Halide order, after the axis
+    j = vs[-1]  # the position's index in the output, the axis' Var in the input
+    v = x.at(vs)
+    t = v.type()
+    width = 64 if t.bits() == 64 else 32
+    ut, it = hl.UInt(width), hl.Int(width)
+    flip = hl.cast(ut, 1) << hl.cast(ut, width - 1)
+    if dt.kind in "bu":
+        key_of = hl.cast(ut, v)
+    else:
+        signed = _sort_key(v, dt) if t.is_float() else v
+        key_of = hl.reinterpret(ut, hl.cast(it, signed)) ^ flip
+    key = hl.Func(lw.fresh("selkey"))
+    key[tuple(reversed(vs))] = key_of
+    lw.stages.append(Stage("selkey", key, tuple(x.shape)))
+    ct = hl.Int(32) if n < 2**31 else hl.Int(64)
+    rank = hl.cast(ct, kth[-1])
+    for k in range(m - 2, -1, -1):
+        rank = hl.select(hl.Expr(j) == k, hl.cast(ct, kth[k]), rank)
+    prefix = None
+    b = hl.Var("bin")
+    out_shape = tuple(x.shape[:-1]) + (m,)
+    at = (j,) + rows
+    for p in range(width // SELECT_DIGIT):
+        shift = width - SELECT_DIGIT * (p + 1)
+        r = hl.RDom([hl.Range(0, n)])
+        kr = key[(r.x,) + rows]
+        hist = hl.Func(lw.fresh("selhist"))
+        hist[(b,) + at] = hl.cast(ct, 0)
+        if prefix is not None:
+            r.where((kr >> hl.cast(ut, shift + SELECT_DIGIT)) == prefix)
+        # through uint8, which Halide bounds (a clamp of the masked key did not)
+        digit = hl.cast(hl.Int(32), hl.cast(hl.UInt(8), kr >> hl.cast(ut, shift)))
+        hist[(digit,) + at] = hist[(digit,) + at] + hl.cast(ct, 1)
+        cum = hl.Func(lw.fresh("selcum"))
+        cum[(b,) + at] = hist[(b,) + at]
+        rb = hl.RDom([hl.Range(1, 255)])
+        cum[(rb.x,) + at] = cum[(rb.x - 1,) + at] + hist[(rb.x,) + at]
+        rc = hl.RDom([hl.Range(0, 256)])
+        # the bins wholly below the rank: the wanted value's digit
+        pick = hl.Func(lw.fresh("seldigit"))
+        pick[at] = hl.i32(0)
+        pick[at] = pick[at] + hl.select(cum[(rc.x,) + at] <= rank, 1, 0)
+        d = pick[at]
+        below = hl.select(d > 0, cum[(hl.clamp(d - 1, 0, 255),) + at], hl.cast(ct, 0))
+        state = hl.Func(lw.fresh("selrank"))
+        bits = hl.cast(ut, d)
+        state[at] = hl.Tuple([bits if prefix is None else (prefix << hl.cast(ut, SELECT_DIGIT)) | bits,
+                              rank - below])
+        hist.bound(b, 0, 256)
+        cum.bound(b, 0, 256)
+        lw.stages.append(Stage("selhist", hist, out_shape, r))
+        lw.stages.append(Stage("selcum", cum, out_shape, rb))
+        lw.stages.append(Stage("seldigit", pick, out_shape, rc))
+        lw.stages.append(Stage("selrank", state, out_shape))
+        prefix, rank = hl.Expr(state[at][0]), hl.Expr(state[at][1])
+    if dt.kind == "b":
+        value = prefix != hl.cast(ut, 0)
+    elif dt.kind == "u":
+        value = hl.cast(t, prefix)
+    elif t.is_float():
+        value = _sort_value(hl.cast(hl.Int(t.bits()), hl.reinterpret(it, prefix ^ flip)), dt, t)
+    else:
+        value = hl.cast(t, hl.reinterpret(it, prefix ^ flip))
+    out = hl.Func(lw.fresh("selected"))
+    out[at] = value
+    lw.stages.append(Stage("selected", out, out_shape))
+    return func_lazy(out, node.shape, dt)
+
+
 def lower_scatter(lw: Lowerer, node: Node, operands) -> Lazy:
     """A copy of the 1-D base, then one update over an RDom of the index's
     shape, in C order: ``out(index(r)) = value(r)``, or the ufunc of the
@@ -1601,7 +1691,7 @@ LOWER = {
     "argmin": lambda lw, node, operands: (lower_argreduce if lw.gpu else lower_reduce)(
         lw, node, operands),
     **{name: lower_scan for name in SCAN_COMBINE}, "sort": lower_sort,
-    "argsort": lower_sort, "scatter": lower_scatter,
+    "argsort": lower_sort, "select": lower_select, "scatter": lower_scatter,
     "reshape": lower_reshape, "transpose": lower_transpose, "broadcast_to": lower_broadcast,
     "slice": lower_slice, "concatenate": lower_concatenate, "pad": lower_pad,
     "take": lower_take, "matmul": lower_matmul,

@@ -18,6 +18,7 @@ import random
 from ..graph.ir import Graph
 from ..graph.ops import REDUCTION, REGISTRY
 from .autoschedule import ScheduleSpec, default_parallelism, make_spec
+from .select import select_fits
 from .templates import TEMPLATES, col_reduce_fits, concat_fits, elementwise_fits, full_reduce_fits, matmul_fits, row_arg_fits, row_reduce_fits, scatter_fits, sliced_reads, sort_fits, stencil_fits, transpose_fits
 
 # Random Adams2019 samples planned per group (a budget usually ends sooner).
@@ -43,6 +44,7 @@ TEMPLATE_GRIDS = {
     "Sort": (sort_fits, {"vector": (16, 8, 32), "tile_kib": (64, 16, 256),
                          "unroll": (32, 16, 64), "parallel": (1, 0)}),
     "Scatter": (scatter_fits, {"vector": (16, 8, 32), "parallel": (1, 0)}),
+    "Select": (select_fits, {"vector": (16, 8, 32), "parallel": (1, 0)}),
 }
 assert set(TEMPLATE_GRIDS) == set(TEMPLATES), "every template needs a tuning grid"
 

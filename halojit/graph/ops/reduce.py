@@ -1,7 +1,8 @@
 """Reductions: sum, prod, max, min, nanmax, nanmin, any, all (over ``axes``) and argmax,
 argmin (over one axis); the scans cumsum, cumprod (along one ``axis``,
 same shape out), which fuse as reductions do; and ``sort`` and
-``argsort`` (along one ``axis``, same shape out; argsort's int64). A scan runs serially along its axis, which no
+``argsort`` (along one ``axis``, same shape out; argsort's int64), and
+``select`` (a few positions of the sorted last axis). A scan runs serially along its axis, which no
 template's loops allow: every template's fits refuses them, so their groups
 take Adams2019. A sort is a comparator network (lowering.lower_sort) that
 shares a group with elementwise and movement ops only (fusion.py), which
@@ -129,6 +130,30 @@ def _argsort_reference(arrays, params):
 # same shape and dtype out, as a scan
 register(OpDef("sort", SORT, _scan_infer, _sort_reference))
 register(OpDef("argsort", SORT, _argsort_infer, _argsort_reference))
+
+
+# ``select``: the values at positions ``kth`` of the last axis sorted (NaN
+# last), without sorting it: (..., n) -> (..., len(kth)), a radix selection
+# (lowering.lower_select, schedules/select.py). np.median and np.quantile
+# of long rows take it; numpy's own median partitions (introselect).
+SELECTS = ("select",)
+
+
+def _select_infer(avals, params, loc=None):
+    (a,) = avals
+    kth = params["kth"]
+    n = a.shape[-1] if a.ndim else 0
+    if not a.ndim or not kth or not all(0 <= k < n for k in kth):
+        raise ShapeError(f"select: positions {kth} of an axis of {n}{format_loc(loc)}.")
+    return AbstractArray(a.shape[:-1] + (len(kth),), a.dtype)
+
+
+def _select_reference(arrays, params):
+    (a,) = arrays
+    return np.sort(a, axis=-1)[..., list(params["kth"])]
+
+
+register(OpDef("select", SORT, _select_infer, _select_reference))
 
 
 # -- scatter ------------------------------------------------------------------------------
