@@ -1179,8 +1179,47 @@ def lower_sort(lw: Lowerer, node: Node, operands) -> Lazy:
     return func_lazy(out, node.shape, dt)
 
 
-# bits of the key a radix selection pass resolves (256 bins)
-SELECT_DIGIT = 8
+# Bits of the key each radix selection pass resolves, high first: up to 12
+# in the first (4096 bins) for long rows, 8 (256) for rows of a few
+# thousand, whose per-row work over the bins (their sums, the digit's
+# search) would outweigh the passes; then about as many, at most 10. A
+# wide first digit leaves few keys sharing the wanted value's bin, so the
+# later passes' test of each key against the bits found (a branch per key
+# and position) is rarely taken and well predicted. Medians of 7
+# interleaved, float32, 2-core Zen 4 VM, 8-bit digits -> these:
+# np.percentile(x, [10, 50, 90]) of 2**20 12.3 -> 3.5 ms (numpy 19.3),
+# np.median 2.0 -> 1.6 (numpy 12.4); 12 bits throughout made np.median of
+# (1000, 1000) along rows 4.8 -> 11.9 ms.
+SELECT_MAX_BITS = 12
+SELECT_REST_BITS = 10
+
+
+def select_digits(width: int, n: int) -> list[int]:
+    """The bits per pass for a key of ``width`` bits over rows of ``n``:
+    [12, 10, 10] for 32 bits and n = 2**20, [8, 8, 8, 8] for n = 4096,
+    [12, 9, 9, 9, 9, 8, 8] for 64 bits and n = 2**20."""
+    first = max(8, min(SELECT_MAX_BITS, n.bit_length() - 6))
+    rest = width - first
+    passes = -(-rest // min(SELECT_REST_BITS, first))
+    return [first] + [rest // passes + (k < rest % passes) for k in range(passes)]
+
+
+def _key_digit(key, shift: int, bits: int):
+    """(key >> shift) & (2**bits - 1) as an int32, bits <= 16, built from
+    uint8 pieces: Halide bounds a uint8 (and a uint8 masked), so the
+    histogram it indexes has a known size; through a mask, a clamp or
+    unsafe_promise_clamped of the uint32 it found the index unbounded."""
+    key = hl.Expr(key)
+    ut, u8 = key.type(), hl.UInt(8)
+
+    def byte(at, keep):
+        b = hl.cast(u8, key >> hl.cast(ut, at))
+        return hl.cast(hl.Int(32), b if keep >= 8 else b & hl.cast(u8, (1 << keep) - 1))
+    if bits <= 8:
+        return byte(shift, bits)
+    # the digit's top 8 bits whole, its low ones masked (the other way round
+    # Halide's simplifier merged the two into one uint16, unbounded again)
+    return byte(shift + bits - 8, 8) * (1 << (bits - 8)) + byte(shift, bits - 8)
 
 
 def lower_select(lw: Lowerer, node: Node, operands) -> Lazy:
@@ -1192,9 +1231,11 @@ def lower_select(lw: Lowerer, node: Node, operands) -> Lazy:
     (``selhist``, an update over the axis), sums the bins (``selcum``), and
     picks the bin that holds the wanted rank (``seldigit``); the rank goes
     on within that bin (``selrank``). After the last pass the bits found are
-    the key of the value (``selected``). 4 passes over a float32 row, 8 over
-    a float64 one, each a read of the keys; a sort's network makes about
-    log2(n)**2 / 2 passes."""
+    the key of the value (``selected``). 3 passes over a float32 row, 7 over
+    a float64 one (select_digits), each a read of the keys; a sort's network
+    makes about log2(n)**2 / 2 passes. The first pass, which counts every
+    key, is shared by all positions; a position right after a selected one
+    comes from it in one vectorized count (``selpart``, ``selnext``)."""
     (x,) = operands
     kth, dt = tuple(node.params["kth"]), node.dtype
     n, m = x.shape[-1], len(kth)
@@ -1215,57 +1256,110 @@ def lower_select(lw: Lowerer, node: Node, operands) -> Lazy:
     key[tuple(reversed(vs))] = key_of
     lw.stages.append(Stage("selkey", key, tuple(x.shape)))
     ct = hl.Int(32) if n < 2**31 else hl.Int(64)
-    rank = hl.cast(ct, kth[-1])
-    for k in range(m - 2, -1, -1):
-        rank = hl.select(hl.Expr(j) == k, hl.cast(ct, kth[k]), rank)
+    # positions right after another one selected by the passes (a median's
+    # two middles, a quantile's neighbours) follow from it in one count
+    bases, derived, source = [], [], {}
+    for k in sorted(set(kth)):
+        if k - 1 in source and source[k - 1][0] == "base":
+            source[k] = ("next", len(derived))
+            derived.append(source[k - 1][1])
+        else:
+            source[k] = ("base", len(bases))
+            bases.append(k)
+
+    def by_index(var, values, typ):  # values[var] for a Var over len(values)
+        e = hl.cast(typ, values[-1])
+        for i in range(len(values) - 2, -1, -1):
+            e = hl.select(hl.Expr(var) == i, hl.cast(typ, values[i]), e)
+        return e
+    rank = by_index(j, bases, ct)
     prefix = None
     b = hl.Var("bin")
-    out_shape = tuple(x.shape[:-1]) + (m,)
     at = (j,) + rows
-    for p in range(width // SELECT_DIGIT):
-        shift = width - SELECT_DIGIT * (p + 1)
+    base_shape = tuple(x.shape[:-1]) + (len(bases),)
+    shift = width
+    for p, bits_p in enumerate(select_digits(width, n)):
+        shift -= bits_p
+        bins = 1 << bits_p
         r = hl.RDom([hl.Range(0, n)])
         kr = key[(r.x,) + rows]
-        hist = hl.Func(lw.fresh("selhist"))
-        hist[(b,) + at] = hl.cast(ct, 0)
+        # the first pass counts every key, the same for every position: one
+        # histogram for all of them
+        hat = at if p else rows
+        hist = hl.Func(lw.fresh("selhist" if p else "selhist0"))
+        hist[(b,) + hat] = hl.cast(ct, 0)
         if prefix is not None:
-            r.where((kr >> hl.cast(ut, shift + SELECT_DIGIT)) == prefix)
-        # through uint8, which Halide bounds (a clamp of the masked key did not)
-        digit = hl.cast(hl.Int(32), hl.cast(hl.UInt(8), kr >> hl.cast(ut, shift)))
-        hist[(digit,) + at] = hist[(digit,) + at] + hl.cast(ct, 1)
-        cum = hl.Func(lw.fresh("selcum"))
-        cum[(b,) + at] = hist[(b,) + at]
-        rb = hl.RDom([hl.Range(1, 255)])
-        cum[(rb.x,) + at] = cum[(rb.x - 1,) + at] + hist[(rb.x,) + at]
-        rc = hl.RDom([hl.Range(0, 256)])
+            r.where((kr >> hl.cast(ut, shift + bits_p)) == prefix)
+        digit = _key_digit(kr, shift, bits_p)
+        hist[(digit,) + hat] = hist[(digit,) + hat] + hl.cast(ct, 1)
+        cum = hl.Func(lw.fresh("selcum" if p else "selcum0"))
+        cum[(b,) + hat] = hist[(b,) + hat]
+        rb = hl.RDom([hl.Range(1, bins - 1)])
+        cum[(rb.x,) + hat] = cum[(rb.x - 1,) + hat] + hist[(rb.x,) + hat]
+        rc = hl.RDom([hl.Range(0, bins)])
         # the bins wholly below the rank: the wanted value's digit
         pick = hl.Func(lw.fresh("seldigit"))
         pick[at] = hl.i32(0)
-        pick[at] = pick[at] + hl.select(cum[(rc.x,) + at] <= rank, 1, 0)
+        pick[at] = pick[at] + hl.select(cum[(rc.x,) + hat] <= rank, 1, 0)
         d = pick[at]
-        below = hl.select(d > 0, cum[(hl.clamp(d - 1, 0, 255),) + at], hl.cast(ct, 0))
+        below = hl.select(d > 0, cum[(hl.clamp(d - 1, 0, bins - 1),) + hat], hl.cast(ct, 0))
         state = hl.Func(lw.fresh("selrank"))
         bits = hl.cast(ut, d)
-        state[at] = hl.Tuple([bits if prefix is None else (prefix << hl.cast(ut, SELECT_DIGIT)) | bits,
+        state[at] = hl.Tuple([bits if prefix is None else (prefix << hl.cast(ut, bits_p)) | bits,
                               rank - below])
-        hist.bound(b, 0, 256)
-        cum.bound(b, 0, 256)
-        lw.stages.append(Stage("selhist", hist, out_shape, r))
-        lw.stages.append(Stage("selcum", cum, out_shape, rb))
-        lw.stages.append(Stage("seldigit", pick, out_shape, rc))
-        lw.stages.append(Stage("selrank", state, out_shape))
+        hist.bound(b, 0, bins)
+        cum.bound(b, 0, bins)
+        hist_shape = base_shape if p else tuple(x.shape[:-1])
+        lw.stages.append(Stage(hist.name().rsplit("_", 1)[0], hist, hist_shape, r))
+        lw.stages.append(Stage(cum.name().rsplit("_", 1)[0], cum, hist_shape, rb))
+        lw.stages.append(Stage("seldigit", pick, base_shape, rc))
+        lw.stages.append(Stage("selrank", state, base_shape))
         prefix, rank = hl.Expr(state[at][0]), hl.Expr(state[at][1])
+    final = state
+    following = None
+    if derived:
+        # For a base's key kb at position k, the key at k + 1 is kb again
+        # when more than k + 1 keys are <= kb, else the least key above kb:
+        # per-lane partial counts and minima over the row, vectorized.
+        lanes = 16
+        lane = hl.Var("lane")
+        rl = hl.RDom([hl.Range(0, -(-n // lanes))])
+        i = rl.x * lanes + lane
+        kr = key[(hl.min(i, n - 1),) + rows]
+        kb = hl.Expr(final[(by_index(j, derived, hl.Int(32)),) + rows][0])
+        part = hl.Func(lw.fresh("selpart"))
+        part[(lane,) + at] = hl.Tuple([hl.cast(ct, 0), ut.max()])
+        old = part[(lane,) + at]
+        inside = i < n
+        part[(lane,) + at] = hl.Tuple([
+            hl.Expr(old[0]) + hl.select(inside & (kr <= kb), hl.cast(ct, 1), hl.cast(ct, 0)),
+            hl.select(inside & (kr > kb), hl.min(hl.Expr(old[1]), kr), hl.Expr(old[1]))])
+        rs = hl.RDom([hl.Range(0, lanes)])
+        count = hl.sum(hl.Expr(part[(rs.x,) + at][0]))
+        least = hl.minimum(hl.Expr(part[(rs.x,) + at][1]))
+        following = hl.Func(lw.fresh("selnext"))
+        nxt = by_index(j, [bases[t] + 1 for t in derived], ct)
+        following[at] = hl.select(count > nxt, kb, least)
+        derived_shape = tuple(x.shape[:-1]) + (len(derived),)
+        lw.stages.append(Stage("selpart", part, derived_shape, rl))
+        lw.stages.append(Stage("selnext", following, derived_shape))
+    found = None  # the key at each output position
+    for pos in range(m - 1, -1, -1):
+        kind, idx = source[kth[pos]]
+        e = hl.Expr(final[(hl.Expr(idx),) + rows][0]) if kind == "base" else \
+            hl.Expr(following[(hl.Expr(idx),) + rows])
+        found = e if found is None else hl.select(hl.Expr(j) == pos, e, found)
     if dt.kind == "b":
-        value = prefix != hl.cast(ut, 0)
+        value = found != hl.cast(ut, 0)
     elif dt.kind == "u":
-        value = hl.cast(t, prefix)
+        value = hl.cast(t, found)
     elif t.is_float():
-        value = _sort_value(hl.cast(hl.Int(t.bits()), hl.reinterpret(it, prefix ^ flip)), dt, t)
+        value = _sort_value(hl.cast(hl.Int(t.bits()), hl.reinterpret(it, found ^ flip)), dt, t)
     else:
-        value = hl.cast(t, hl.reinterpret(it, prefix ^ flip))
+        value = hl.cast(t, hl.reinterpret(it, found ^ flip))
     out = hl.Func(lw.fresh("selected"))
     out[at] = value
-    lw.stages.append(Stage("selected", out, out_shape))
+    lw.stages.append(Stage("selected", out, tuple(x.shape[:-1]) + (m,)))
     return func_lazy(out, node.shape, dt)
 
 

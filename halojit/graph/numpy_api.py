@@ -634,19 +634,18 @@ def _along_last(ctx, a, axis, fname, loc):
 # median or a quantile: their few order statistics come from a radix
 # selection (the ``select`` op, schedules/select.py). np.median of float32,
 # ms, sort -> select (numpy), 2-core Zen 4 VM, medians of 7 interleaved:
-# (512,) 0.008 -> 0.004 (0.015); (16384,) 0.74 -> 0.050 (0.045); (2**20,)
-# 46 -> 3.2 (12.4); (100, 10000) 8.2 -> 1.8 (11.3); (500, 2048) 6.6 -> 4.1
-# (11.9); but many short rows sort faster: (1000, 1000) 4.0 against 4.8,
-# (2000, 512) 2.3 against 8.3 (the Sort template vectorizes across rows).
-SELECT_MIN = 2048
+# (512,) 0.011 -> 0.010 (0.025); (4096,) 0.11 -> 0.009 (0.023); (2**20,)
+# 44 -> 1.6 (12.4); (1000, 1000) 3.4 -> 2.7 (11.8); (500, 2048) 4.2 -> 3.0
+# (11.8); (100, 10000) 8.8 -> 1.8 (11.6); but many short rows sort faster,
+# the Sort template vectorizing across rows: (2000, 512) 4.1 against 4.6.
+SELECT_MIN = 1000
 SELECT_MIN_ONE = 512
 
 
 def _order_stats(s, index):
     """``np.sort(s, axis=-1)[..., index]`` (index: ints of any shape, -1 the
-    last) and
-    whether ``s`` holds a NaN along its last axis (sorted last: numpy's
-    median and quantile then answer NaN), as traced arrays."""
+    last) and whether ``s`` holds a NaN along its last axis (sorted last:
+    numpy's median and quantile then answer NaN), as traced arrays."""
     n = s.shape[-1]
     index = np.asarray(index, np.intp)
     index = np.where(index < 0, index + n, index)  # numpy's quantile helpers give -1 for the last

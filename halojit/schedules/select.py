@@ -22,7 +22,8 @@ SELECT = ({"vector": "16", "parallel": "1"},
           "vector lanes wide, in parallel chunks when large (parallel=0: none); each "
           "radix pass one serial count over the row, rows in parallel")
 
-SELECT_STAGES = ("selkey", "selhist", "selcum", "seldigit", "selrank", "selected")
+SELECT_STAGES = ("selkey", "selhist0", "selcum0", "selhist", "selcum", "seldigit", "selrank",
+                 "selpart", "selnext", "selected")
 
 
 def select_fits(graph) -> bool:
@@ -53,16 +54,37 @@ def apply_select(lowered, params) -> str:
             lines.append(f"{other.func.name()}.compute_inline()")
     key.func.compute_root()
     lines.append(schedule_rows(key.func, size, n, vector, parallel) + ".compute_root()")
-    m = stages[-1].shape[-1]  # positions selected
     for st in stages:
         if st is key:
             continue
         f = st.func
         f.compute_root()
         args = f.args()
-        j = args[1] if st.kind in ("selhist", "selcum") else args[0]
-        f.bound(j, 0, m)
-        if st.kind == "selhist":
+        if st.kind in ("selhist0", "selcum0"):  # the first pass: no positions
+            if st.kind == "selhist0":
+                upd = f.update()
+                rows = args[1:]
+                text = f"{f.name()}.compute_root()"
+                if parallel and rows:
+                    upd.parallel(rows[-1])
+                    text += f".update().parallel({rows[-1].name()})"
+                lines.append(text)
+            else:
+                lines.append(f"{f.name()}.compute_root()")
+            continue
+        j = args[1] if st.kind in ("selhist", "selcum", "selpart") else args[0]
+        f.bound(j, 0, st.shape[-1])  # the positions the stage computes
+        if st.kind == "selpart":
+            # per-lane partials: the row's chunks outside, the positions
+            # unrolled inside, the lanes a vector
+            upd = f.update()
+            upd.reorder(args[0], j, st.rdom.x, *args[2:])
+            upd.vectorize(args[0])
+            upd.unroll(j)
+            f.vectorize(args[0])
+            lines.append(f"{f.name()}.compute_root().vectorize(lane).update()"
+                         f".reorder(lane, kth, r, rows).vectorize(lane).unroll(kth)")
+        elif st.kind == "selhist":
             # the row's loop outside, the positions inside it, unrolled
             upd = f.update()
             rows = args[2:]

@@ -152,3 +152,19 @@ def test_dumped_artifact_selects(tmp_path):
     path = tmp_path / "median.hjm"
     f.dump(path, x)
     assert_same(halojit.load(path)(x), np.median(x))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "uint16"])
+def test_runs_of_neighbouring_positions(dtype):
+    """Positions k, k+1, k+2, k+3: every other one comes from its
+    predecessor's count (selnext), the others from the radix passes; with
+    many ties (the neighbours then equal) and without."""
+    n = 2049
+    assert n >= SELECT_MIN
+    q = np.array([100, 101, 102, 103, 1000, 2047, 2048]) / (n - 1)  # exact in binary
+    fn = lambda x: np.quantile(x, q, axis=-1, method="lower")  # noqa: E731
+    f = halojit.trace(fn)
+    for spread in (3, 10**6):
+        x = data((2, n), dtype, spread=spread)
+        assert_same(f(x), fn(x))
+    assert uses_select(f, x)
