@@ -1226,9 +1226,10 @@ def lower_select(lw: Lowerer, node: Node, operands) -> Lazy:
     """The values at positions ``kth`` of the sorted last axis, as numpy's
     partition finds them but by radix selection: an unsigned key per value
     whose order is the sort order (_sort_key, NaN last), then one pass per
-    8 bits of the key, high first. A pass counts, per position j, the keys
-    that share the bits found so far into 256 bins by their next 8 bits
-    (``selhist``, an update over the axis), sums the bins (``selcum``), and
+    digit of 8-12 bits of the key (select_digits), high first. A pass
+    counts, per position j, the keys that share the bits found so far into
+    bins by their next digit (``selhist``, an update over the axis), sums
+    the bins (``selcum``), and
     picks the bin that holds the wanted rank (``seldigit``); the rank goes
     on within that bin (``selrank``). After the last pass the bits found are
     the key of the value (``selected``). 3 passes over a float32 row, 7 over

@@ -168,3 +168,11 @@ def test_runs_of_neighbouring_positions(dtype):
         x = data((2, n), dtype, spread=spread)
         assert_same(f(x), fn(x))
     assert uses_select(f, x)
+
+
+def test_zero_rows():
+    """No rows of a long axis: empty results of numpy's shapes and dtypes."""
+    for shape, axis in [((0, 5000), 1), ((5000, 0), 0), ((3, 0, 2000), 2)]:
+        x = np.zeros(shape, np.float32)
+        for fn in (lambda x: np.median(x, axis=axis), lambda x: np.percentile(x, [5, 50], axis=axis)):
+            assert_same(halojit.trace(fn)(x), numpy_eager(fn, x))
