@@ -176,3 +176,50 @@ def test_zero_rows():
         x = np.zeros(shape, np.float32)
         for fn in (lambda x: np.median(x, axis=axis), lambda x: np.percentile(x, [5, 50], axis=axis)):
             assert_same(halojit.trace(fn)(x), numpy_eager(fn, x))
+
+
+def ops_and_schedulers(f, *args):
+    return [op for ops, _ in groups_of(f, *args) for op in ops]
+
+
+SORTED_PICKS = {
+    "partition kth": lambda x: np.partition(x, 300, axis=-1)[..., 300],
+    "top five": lambda x: np.sort(x, axis=-1)[..., -5:],
+    "middle": lambda x: np.sort(x, axis=-1)[..., x.shape[-1] // 2],
+    "every other": lambda x: np.sort(x, axis=-1)[..., ::2][..., :3] * 2,
+    "two picks": lambda x: (np.sort(x, axis=-1)[..., 0], np.sort(x, axis=-1)[..., -1]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SORTED_PICKS))
+@pytest.mark.parametrize("shape", [(SELECT_MIN_ONE + 3,), (3, SELECT_MIN + 1)])
+def test_sort_read_at_a_few_positions_selects(name, shape):
+    """passes/select.py: a sort whose every use is a slice of a few positions
+    along its last axis is a select of them, with the sort's very values
+    (NaN last, infinities, zeros)."""
+    fn = SORTED_PICKS[name]
+    x = data(shape, "float32")
+    x.reshape(-1)[7] = np.nan
+    f = halojit.trace(fn)
+    got, want = f(x), numpy_eager(fn, x)
+    for g, w in zip(got if isinstance(got, tuple) else (got,),
+                    want if isinstance(want, tuple) else (want,)):
+        assert_same(g, w)
+    ops = ops_and_schedulers(f, x)
+    assert "select" in ops and "sort" not in ops, ops
+
+
+def test_sorts_kept_where_the_whole_order_is_needed():
+    """The sorted row also returned, a slice across rows, a short row: the
+    sort stays."""
+    x = data((4, SELECT_MIN + 1), "float32")
+    for fn in (lambda x: (np.sort(x)[:, 0], np.sort(x)),
+               lambda x: np.sort(x)[:2, :3],
+               lambda x: np.sort(x[:, :SELECT_MIN - 1])[:, 0]):
+        f = halojit.trace(fn)
+        got, want = f(x), fn(x)
+        for g, w in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,)):
+            assert_same(g, w)
+        ops = ops_and_schedulers(f, x)
+        assert "sort" in ops and "select" not in ops, ops

@@ -12,6 +12,7 @@ from ..ir import Graph
 from ..verify import verify
 from .rewrite import (eliminate_common_subexpressions, eliminate_dead_code, fold_constants,
                       simplify)
+from .select import select_sorted_positions
 from .slices import push_slices
 
 Pass = Callable[[Graph], Graph]
@@ -23,6 +24,7 @@ SIMPLIFY: tuple[tuple[str, Pass], ...] = (
     ("simplify", simplify),
     ("eliminate_common_subexpressions", eliminate_common_subexpressions),
     ("push_slices", push_slices),
+    ("select_sorted_positions", select_sorted_positions),
     ("simplify", simplify),
     ("eliminate_common_subexpressions", eliminate_common_subexpressions),
     ("fold_constants", fold_constants),
@@ -45,4 +47,4 @@ def optimize(graph: Graph, opt_level: int, check: bool = False,
 
 
 __all__ = ["optimize", "fold_constants", "simplify", "eliminate_common_subexpressions",
-           "eliminate_dead_code", "push_slices", "SIMPLIFY"]
+           "eliminate_dead_code", "push_slices", "select_sorted_positions", "SIMPLIFY"]
