@@ -667,7 +667,7 @@ def build_halide_executor(graph: Graph, target_str: str, autoscheduler=None):
     views = {}
     if not target.has_gpu_feature():
         graph, views = peel_output_views(graph)
-    groups = partition(graph)
+    groups = partition(graph, siblings=not target.has_gpu_feature())
     kernels = compile_kernels(groups, target, autoscheduler)
     ex = HalideExecutor(graph, target, kernels, views)
     ex.build_seconds = time.perf_counter() - t0

@@ -214,6 +214,10 @@ class Lowerer:
         # strict_lt and kin, which its simplifier does not negate or flip
         self.plain_compare = self.strict_kernel and not gpu
         self.counter = 0
+        # chunked reductions' RDoms by their loops (lower_reduce): sibling
+        # reductions of one array share one, so a template can fuse their
+        # loops (compute_with needs the same loop names)
+        self.rdoms: dict[tuple, hl.RDom] = {}
         self.stages: list[Stage] = []
         self.params: list[hl.ImageParam] = []
         self.env: dict[Node, Lazy] = {}
@@ -860,16 +864,19 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
             chunks = min(extent, GPU_CHUNKS if gpu_full else CHUNKS)
             size = -(-extent // chunks)
             pvars = out_vars + [chunk, lane]
-            rk = hl.RDom([hl.Range(0, vecs // group)]
-                         + [hl.Range(0, x.shape[a]) for a in reversed(mid)]
-                         + [hl.Range(0, size)])
+            key = ("outer", tuple(x.shape), tuple(axes), group, lanes, chunks)
+            rk = lw.rdoms.get(key)
+            if rk is None:
+                rk = lw.rdoms[key] = hl.RDom([hl.Range(0, vecs // group)]
+                                             + [hl.Range(0, x.shape[a]) for a in reversed(mid)]
+                                             + [hl.Range(0, size)])
+                rk.where(chunk * size + rk[len(mid) + 1] < extent)
             main = vecs // group * group * lanes
-            # the min is a no-op under the where() below; it tells bounds
+            # the min is a no-op under the where() above; it tells bounds
             # inference that the last chunk stops at the array's end
             rvars = {last: rk[0] * (group * lanes) + lane,
                      o: hl.min(chunk * size + rk[len(mid) + 1], extent - 1)}
             rvars.update({a: rk[1 + k] for k, a in enumerate(reversed(mid))})
-            rk.where(chunk * size + rk[len(mid) + 1] < extent)
         elif how == "last":
             # chunks of ``per`` groups of vectors along the last axis; the other
             # reduced axes (all short, else "outer") loop inside each chunk
@@ -878,7 +885,11 @@ def lower_reduce(lw: Lowerer, node: Node, operands) -> Lazy:
             per = vecs // chunks // group  # groups of vectors per chunk
             main = chunks * per * group * lanes  # the rest joins the tail
             pvars = out_vars + [chunk, lane]
-            rk = hl.RDom([hl.Range(0, per)] + [hl.Range(0, x.shape[a]) for a in reversed(outer)])
+            key = ("last", tuple(x.shape), tuple(axes), group, lanes, chunks)
+            rk = lw.rdoms.get(key)
+            if rk is None:
+                rk = lw.rdoms[key] = hl.RDom([hl.Range(0, per)]
+                                             + [hl.Range(0, x.shape[a]) for a in reversed(outer)])
             rvars = {last: (chunk * per + rk[0]) * (group * lanes) + lane}
             rvars.update({a: rk[1 + k] for k, a in enumerate(reversed(outer))})
             start = {last: chunk * per * group * lanes + lane}

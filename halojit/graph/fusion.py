@@ -49,7 +49,10 @@ def is_compute(node: Node) -> bool:
     return node.op not in ("input", "constant")
 
 
-def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
+def partition(graph: Graph, max_inputs: int = MAX_INPUTS, siblings: bool = True) -> list[Group]:
+    """Greedy fusion of ``graph``'s nodes into groups, in topological order;
+    ``siblings``: a large array's min and max share a group (CPU targets,
+    _merge_sibling_extrema)."""
     group_of: dict[Node, Group] = {}
     anc: dict[Group, set] = {}  # groups each group depends on, transitively
     order: list[Group] = []
@@ -258,6 +261,8 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
                 anc[g] = (anc[g] - s) | {target} | new_anc
     position = {n: k for k, n in enumerate(graph.nodes)}
     order = _sink_into_scatters(order, group_of, users, outs, position)
+    if siblings:
+        order = _merge_sibling_extrema(order, group_of, max_inputs)
     # nodes in topological order inside each group, then inputs and outputs
     for g in order:
         g.nodes.sort(key=position.__getitem__)
@@ -267,6 +272,86 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS) -> list[Group]:
                      if m in outs or any(u not in members for u in users[m])]
     order.sort(key=lambda g: position[g.nodes[-1]])
     return _topo_groups(order, group_of)
+
+
+# Full reductions that read their array in the same loops (lower_reduce's
+# chunked partials, one accumulator per lane): siblings of these over one
+# array share a group, and the FullReduce template fuses their loops.
+SIBLING_REDUCERS = ("max", "min", "nanmax", "nanmin")
+# ... of arrays this large (build.SERIAL_MAX_ELEMENTS: smaller groups are
+# scheduled serially, where Adams2019 takes groups of several reductions)
+SIBLING_MIN = 1 << 15
+
+
+def same_value(a: Node, b: Node, depth: int = 64) -> bool:
+    """Whether two nodes compute the same value by the same ops from the same
+    inputs: passes/recompute.py gives each full reduction its own copy of a
+    cheap value (``y = x.astype(np.float32)`` read by ``y.min()`` and
+    ``y.max()``)."""
+    if a is b:
+        return True
+    if depth == 0 or a.op != b.op or a.op in ("input", "constant") or a.aval != b.aval \
+            or a.params != b.params or len(a.inputs) != len(b.inputs):
+        return False
+    return all(same_value(x, y, depth - 1) for x, y in zip(a.inputs, b.inputs))
+
+
+def _merge_sibling_extrema(order, group_of, max_inputs):
+    """Put two groups that each reduce one large array to one value with a
+    max or min (``x.min()`` beside ``x.max()``: a normalization, a range, a
+    histogram's edges) into one group, so the array is read once: the
+    FullReduce template computes both partials in one loop. Not where a
+    path between them leaves through a third group (a cycle)."""
+    def sole_extremum(g):
+        loops = [m for m in g.nodes if REGISTRY[m.op].trait in ALONG_AXIS
+                 or REGISTRY[m.op].trait == LINALG]
+        if g.kind != "fused" or len(loops) != 1:
+            return None
+        r = loops[0]
+        ok = (r.op in SIBLING_REDUCERS and r.aval.size == 1
+              and r.inputs[0].aval.size >= SIBLING_MIN)
+        return r if ok else None
+
+    def deps(g):
+        return {group_of[i] for m in g.nodes for i in m.inputs
+                if i in group_of and group_of[i] is not g}
+
+    def reaches(a, b, first):  # a path a -> h -> ... -> b, h not ``first``
+        todo, seen = [h for h in deps(a) if h is not first], set()
+        while todo:
+            h = todo.pop()
+            if h is b:
+                return True
+            if h in seen:
+                continue
+            seen.add(h)
+            todo.extend(deps(h))
+        return False
+
+    merged = True
+    while merged:
+        merged = False
+        found = [(g, sole_extremum(g)) for g in order]
+        found = [(g, r) for g, r in found if r is not None]
+        for k, (g1, r1) in enumerate(found):
+            for g2, r2 in found[k + 1:]:
+                if r1.params != r2.params or not same_value(r1.inputs[0], r2.inputs[0]):
+                    continue
+                if reaches(g2, g1, g1) or reaches(g1, g2, g2):
+                    continue  # a path through a third group: merged, a cycle
+                ext = {i for m in g1.nodes + g2.nodes for i in m.inputs
+                       if group_of.get(i) not in (g1, g2) and not is_inlined(i)}
+                if len(ext) > max_inputs:
+                    continue
+                g1.nodes.extend(g2.nodes)
+                for m in g2.nodes:
+                    group_of[m] = g1
+                order = [g for g in order if g is not g2]
+                merged = True
+                break
+            if merged:
+                break
+    return order
 
 
 def _sink_into_scatters(order, group_of, users, outs, position):

@@ -331,7 +331,8 @@ def dump(tf, path, example_args, *, arg_names=None, output_names=None, test_vect
     out_names = _names(output_names, default_out, "output_names", n_out)
 
     # Kernels: one per distinct group (by structure and shapes), per level.
-    partitions = [partition(t.graph) for t in traced]
+    cuda = any("cuda" in lv.target for lv in chosen)
+    partitions = [partition(t.graph, siblings=not cuda) for t in traced]
     kernel_index: dict[str, int] = {}
     kernel_groups = []
     kernel_of = []
