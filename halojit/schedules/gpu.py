@@ -85,8 +85,11 @@ def default_gpu_spec(local):
     about 0.1 ms."""
     from .autoschedule import make_spec
     from .scatter import scatter_fits
+    from .select import select_fits
     if scatter_fits(local):  # a serial loop: on the host (see README, "CUDA")
         return make_spec("Scatter")
+    if select_fits(local):  # serial counting passes: on the host too
+        return make_spec("Select")
     if gpu_reduce_fits(local):
         return make_spec("GpuReduce")
     if gpu_elementwise_fits(local):

@@ -204,3 +204,15 @@ def test_full_reduction_combines_chunks_per_block():
     for g in lo.groups:
         assert g.scheduler.startswith("GpuReduce") and "gpu_threads(lane)" in g.schedule, \
             g.schedule
+
+
+def test_long_medians_select_on_the_host():
+    """A median of long rows is a radix selection (schedules/select.py):
+    serial counting passes, which run on the host with the CPU template,
+    as a scatter does; the NaN check beside it is a GPU kernel."""
+    x = _data("float32", (3, 5000))
+    lo = lower(lambda x: np.median(x, axis=1), x)
+    scheds = {g.ops[0]: g.scheduler.split(";")[0] for g in lo.groups}
+    assert scheds.get("select") == "Select", scheds
+    others = [g for g in lo.groups if "select" not in g.ops]
+    assert others and all(entries(g.ptx) >= 1 for g in others), scheds
