@@ -16,7 +16,7 @@ import os
 import random
 
 from ..graph.ir import Graph
-from ..graph.ops import REDUCTION, REGISTRY
+from ..graph.ops import REDUCTION, REGISTRY, SORT
 from .autoschedule import ScheduleSpec, default_parallelism, make_spec
 from .select import select_fits
 from .templates import TEMPLATES, col_reduce_fits, concat_fits, elementwise_fits, full_reduce_fits, matmul_fits, row_arg_fits, row_reduce_fits, scatter_fits, sliced_reads, sort_fits, stencil_fits, transpose_fits
@@ -50,13 +50,16 @@ assert set(TEMPLATE_GRIDS) == set(TEMPLATES), "every template needs a tuning gri
 
 
 def group_kind(local: Graph) -> str:
-    """matmul, reduction, stencil (one value read through two or more
-    slices) or elementwise: the report's grouping of results."""
+    """matmul, reduction, sort (a sort, argsort or selection), stencil (one
+    value read through two or more slices) or elementwise: the report's
+    grouping of results."""
     ops = [n for n in local.nodes if n.op not in ("input", "constant")]
     if any(n.op == "matmul" for n in ops):
         return "matmul"
     if any(REGISTRY[n.op].trait == REDUCTION for n in ops):
         return "reduction"
+    if any(REGISTRY[n.op].trait == SORT for n in ops):
+        return "sort"
     if sliced_reads(local) >= 2:
         return "stencil"
     return "elementwise"

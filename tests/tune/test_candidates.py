@@ -46,3 +46,9 @@ def test_kinds_and_templates_follow_the_group():
     assert "Matmul" in names and "RowReduce" not in names
     (ew,) = local_graphs(funcs.double, np.ones((4, 4), np.float32))
     assert group_kind(ew) == "elementwise"
+
+
+def test_sorts_and_selections_are_their_own_kind():
+    x = np.zeros(5000, np.float32)
+    kinds = {group_kind(g) for g in local_graphs(lambda x: np.sort(x)[-3:] + np.median(x), x)}
+    assert "sort" in kinds and "elementwise" not in kinds, kinds
