@@ -1248,7 +1248,7 @@ def lower_select(lw: Lowerer, node: Node, operands) -> Lazy:
     makes about log2(n)**2 / 2 passes. The first pass, which counts every
     key, is shared by all positions; a position right after a selected one
     comes from it in one vectorized count (``selpart``, ``selnext``)."""
-    (x,) = operands
+    x = operands[0]
     kth, dt = tuple(node.params["kth"]), node.dtype
     n, m = x.shape[-1], len(kth)
     vs = lw.vars(len(x.shape))
@@ -1284,7 +1284,13 @@ def lower_select(lw: Lowerer, node: Node, operands) -> Lazy:
         for i in range(len(values) - 2, -1, -1):
             e = hl.select(hl.Expr(var) == i, hl.cast(typ, values[i]), e)
         return e
-    rank = by_index(j, bases, ct)
+    # a second operand: each row's positions are its rank plus kth, clipped
+    offset = hl.cast(ct, operands[1].at(list(vs[:-1]) + [hl.Expr(0)])) if len(operands) > 1 \
+        else None
+
+    def position(e):
+        return e if offset is None else hl.clamp(e + offset, 0, n - 1)
+    rank = position(by_index(j, bases, ct))
     prefix = None
     b = hl.Var("bin")
     at = (j,) + rows
@@ -1350,7 +1356,7 @@ def lower_select(lw: Lowerer, node: Node, operands) -> Lazy:
         count = hl.sum(hl.Expr(part[(rs.x,) + at][0]))
         least = hl.minimum(hl.Expr(part[(rs.x,) + at][1]))
         following = hl.Func(lw.fresh("selnext"))
-        nxt = by_index(j, [bases[t] + 1 for t in derived], ct)
+        nxt = position(by_index(j, [bases[t] + 1 for t in derived], ct))
         following[at] = hl.select(count > nxt, kb, least)
         derived_shape = tuple(x.shape[:-1]) + (len(derived),)
         lw.stages.append(Stage("selpart", part, derived_shape, rl))

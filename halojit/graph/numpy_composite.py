@@ -26,8 +26,9 @@ import warnings
 import numpy as np
 
 from ..errors import UnsupportedError, format_loc
-from .numpy_api import (COMPOSITE_LOOPS, COMPOSITE_UFUNCS, _along_last, _array, _ctx_of, _flat_0d,
-                        _tr, _unsupported_kw, common_dtype, implements, std_of_var)
+from .numpy_api import (COMPOSITE_LOOPS, COMPOSITE_UFUNCS, SELECT_MIN, SELECT_MIN_ONE, _along_last,
+                        _array, _ctx_of, _flat_0d, _tr, _unsupported_kw, common_dtype, implements,
+                        std_of_var)
 from .ops import normalize_axes, normalize_axis
 from .tracer import TracedArray, user_loc
 
@@ -202,8 +203,8 @@ implements(np.nanargmin)(_nan_arg("nanargmin", np.argmin, np.inf))
 @implements(np.nanmedian)
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValue):
     """The median of each slice's non-NaN values (NaN for an all-NaN slice):
-    the slice sorted (NaN last), then the middle one or two of its first
-    ``count`` values, gathered per slice."""
+    the middle one or two of the slice's first ``count`` values sorted (NaN
+    last): selected from long slices, gathered from the sorted short ones."""
     _no_extras("nanmedian", out=out)
     loc = user_loc()
     ctx = _ctx_of(a)
@@ -215,12 +216,18 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValu
     if n == 0:  # numpy: the mean of nothing
         r = np.mean(s, axis=-1)
     else:
-        s = np.sort(s, axis=-1)
         count = np.count_nonzero(~np.isnan(s), axis=-1)
         lo = np.maximum((count - 1) // 2, 0)[..., None]
-        hi = np.minimum(count // 2, n - 1)[..., None]
-        low = np.take_along_axis(s, lo, axis=-1)[..., 0]
-        high = np.take_along_axis(s, hi, axis=-1)[..., 0]
+        if n >= (SELECT_MIN_ONE if s.size == n else SELECT_MIN):
+            # long rows: the two positions from lo on, by radix selection
+            # (numpy_api._order_stats), not a sort
+            pair = ctx.emit("select", [s, lo], {"kth": (0, 1)}, loc)
+            low, high = pair[..., 0], pair[..., 1]
+        else:
+            s = np.sort(s, axis=-1)
+            hi = np.minimum(count // 2, n - 1)[..., None]
+            low = np.take_along_axis(s, lo, axis=-1)[..., 0]
+            high = np.take_along_axis(s, hi, axis=-1)[..., 0]
         acc = np.float32 if s.dtype == np.float16 else s.dtype
         mid = ((low.astype(acc) + high.astype(acc)) / 2).astype(s.dtype)
         r = np.where(count % 2 == 1, low, mid)  # odd: the value itself (no x + x overflow)

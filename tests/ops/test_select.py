@@ -223,3 +223,31 @@ def test_sorts_kept_where_the_whole_order_is_needed():
             assert_same(g, w)
         ops = ops_and_schedulers(f, x)
         assert "sort" in ops and "select" not in ops, ops
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_nanmedian_of_long_rows_selects(dtype):
+    """np.nanmedian: each row's middle of its non-NaN values, which sort
+    first, at a position that depends on the row (the select op's second
+    operand): rows with NaN, an odd and an even count, all NaN, none."""
+    x = data((5, SELECT_MIN + 2), dtype)
+    x[0, ::3] = np.nan   # an even count
+    x[1, 1::7] = np.nan  # an odd count
+    x[2] = np.nan        # all NaN: NaN
+    x[3, :-1] = np.nan   # one value
+    fn = lambda x: np.nanmedian(x, axis=1)  # noqa: E731
+    f = halojit.trace(fn)
+    assert_same(f(x), numpy_eager(fn, x))
+    assert uses_select(f, x)
+    y = data((SELECT_MIN_ONE + 1,), dtype)
+    y[::5] = np.nan
+    g = halojit.trace(lambda y: np.nanmedian(y))
+    assert_same(g(y), numpy_eager(np.nanmedian, y))
+    assert uses_select(g, y)
+
+
+def test_nanmedian_every_opt_level(opt_level):
+    x = data((3, SELECT_MIN + 1), "float32")
+    x[0, 5:900] = np.nan
+    fn = lambda x: np.nanmedian(x, axis=-1, keepdims=True)  # noqa: E731
+    assert_same(halojit.trace(fn, opt_level=opt_level)(x), numpy_eager(fn, x))

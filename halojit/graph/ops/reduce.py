@@ -133,24 +133,36 @@ register(OpDef("argsort", SORT, _argsort_infer, _argsort_reference))
 
 
 # ``select``: the values at positions ``kth`` of the last axis sorted (NaN
-# last), without sorting it: (..., n) -> (..., len(kth)), a radix selection
+# last), without sorting it: (..., n) -> (..., len(kth)), a radix selection.
+# With a second operand of shape (..., 1), each row's positions are its
+# value plus kth, clipped to the axis (np.nanmedian: the middle of a row's
+# non-NaN values, which sort first)
 # (lowering.lower_select, schedules/select.py). np.median and np.quantile
 # of long rows take it; numpy's own median partitions (introselect).
 SELECTS = ("select",)
 
 
 def _select_infer(avals, params, loc=None):
-    (a,) = avals
+    a = avals[0]
     kth = params["kth"]
     n = a.shape[-1] if a.ndim else 0
     if not a.ndim or not kth or not all(0 <= k < n for k in kth):
         raise ShapeError(f"select: positions {kth} of an axis of {n}{format_loc(loc)}.")
+    if len(avals) > 1 and (avals[1].shape != a.shape[:-1] + (1,) or avals[1].dtype.kind != "i"):
+        raise ShapeError(f"select: ranks of shape {a.shape[:-1] + (1,)} (integers) expected, "
+                         f"got {avals[1].shape} {avals[1].dtype}{format_loc(loc)}.")
     return AbstractArray(a.shape[:-1] + (len(kth),), a.dtype)
 
 
 def _select_reference(arrays, params):
-    (a,) = arrays
-    return np.sort(a, axis=-1)[..., list(params["kth"])]
+    a = arrays[0]
+    srt = np.sort(a, axis=-1)
+    kth = np.asarray(params["kth"], np.int64)
+    if len(arrays) == 1:
+        return srt[..., kth]
+    # a second operand: each row's positions are its rank plus kth, clipped
+    at = np.clip(np.asarray(arrays[1], np.int64) + kth, 0, a.shape[-1] - 1)
+    return np.take_along_axis(srt, at, axis=-1)
 
 
 register(OpDef("select", SORT, _select_infer, _select_reference))
