@@ -91,3 +91,12 @@ def test_small_arrays_keep_their_kernels():
     f = halojit.trace(lambda x: x.max() - x.min())
     assert_same(f(x), x.max() - x.min())
     assert len(kernels(f, x)) == 2
+
+
+def test_extrema_of_a_value_built_by_several_ops():
+    """The min and max of a value made by several ops with parameters (np.pad
+    with per-axis constants), compared by fusion.same_value: numpy's values."""
+    x = data((300, 200), "float32")
+    fn = lambda x: (np.pad(x, ((1, 2), (3, 4)), constant_values=((1, 2), (3, 4))).max()  # noqa: E731
+                    - np.pad(x, ((1, 2), (3, 4)), constant_values=((1, 2), (3, 4))).min())
+    assert_same(halojit.trace(fn)(x), fn(x))
