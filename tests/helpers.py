@@ -121,7 +121,7 @@ def assert_matches_numpy(fn, args, opt_level, kwargs=None, expect_error=False, *
     f = jit(fn, opt_level)
     for call in ("miss", "hit"):
         got = f(*args, **kwargs)
-        _assert_tree_same(got, want, what=call, **tol)
+        assert_tree_same(got, want, what=call, **tol)
     for a, c in zip(args, copies):
         if isinstance(a, np.ndarray):
             np.testing.assert_array_equal(a, c, err_msg="an input was written to", strict=True)
@@ -140,15 +140,15 @@ def check_graphs(f, args):
         interpret(spec.graph, inputs, check=True)
 
 
-def _assert_tree_same(got, want, what="", **tol):
+def assert_tree_same(got, want, what="", **tol):
     if isinstance(want, (tuple, list)):
         assert type(got) is type(want) and len(got) == len(want), f"structure {what}"
         for i, (g, w) in enumerate(zip(got, want)):
-            _assert_tree_same(g, w, what=f"{what}[{i}]", **tol)
+            assert_tree_same(g, w, what=f"{what}[{i}]", **tol)
     elif isinstance(want, dict):
         assert isinstance(got, dict) and list(got) == list(want), f"structure {what}"
         for k in want:
-            _assert_tree_same(got[k], want[k], what=f"{what}[{k!r}]", **tol)
+            assert_tree_same(got[k], want[k], what=f"{what}[{k!r}]", **tol)
     else:
         assert_same(got, want, what=what, **tol)
 

@@ -179,7 +179,8 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
         from ..schedules.gpu import default_gpu_spec
         return default_gpu_spec(local)
     from ..schedules.col_reduce import default_params as col_default_params
-    from ..schedules.templates import (channel_pick, concat_fits, elementwise_fits, flat_axes, full_reduce_fits,
+    from ..schedules.templates import (channel_pick, concat_fits, elementwise_fits, flat_axes,
+                                      full_reduce_fits,
                                       matmul_fits, row_arg_fits, row_reduce_fits, scatter_fits,
                                       sort_fits,
                                       stencil_chain, stencil_fits, transpose_fits)

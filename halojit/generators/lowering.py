@@ -1240,8 +1240,8 @@ def lower_select(lw: Lowerer, node: Node, operands) -> Lazy:
     digit of 8-12 bits of the key (select_digits), high first. A pass
     counts, per position j, the keys that share the bits found so far into
     bins by their next digit (``selhist``, an update over the axis), sums
-    the bins (``selcum``), and
-    picks the bin that holds the wanted rank (``seldigit``); the rank goes
+    the bins (``selcum``), and picks the bin that holds the wanted rank
+    (``seldigit``); the rank goes
     on within that bin (``selrank``). After the last pass the bits found are
     the key of the value (``selected``). 3 passes over a float32 row, 7 over
     a float64 one (select_digits), each a read of the keys; a sort's network
@@ -1304,13 +1304,14 @@ def lower_select(lw: Lowerer, node: Node, operands) -> Lazy:
         # the first pass counts every key, the same for every position: one
         # histogram for all of them
         hat = at if p else rows
-        hist = hl.Func(lw.fresh("selhist" if p else "selhist0"))
+        hist_kind, cum_kind = ("selhist", "selcum") if p else ("selhist0", "selcum0")
+        hist = hl.Func(lw.fresh(hist_kind))
         hist[(b,) + hat] = hl.cast(ct, 0)
         if prefix is not None:
             r.where((kr >> hl.cast(ut, shift + bits_p)) == prefix)
         digit = _key_digit(kr, shift, bits_p)
         hist[(digit,) + hat] = hist[(digit,) + hat] + hl.cast(ct, 1)
-        cum = hl.Func(lw.fresh("selcum" if p else "selcum0"))
+        cum = hl.Func(lw.fresh(cum_kind))
         cum[(b,) + hat] = hist[(b,) + hat]
         rb = hl.RDom([hl.Range(1, bins - 1)])
         cum[(rb.x,) + hat] = cum[(rb.x - 1,) + hat] + hist[(rb.x,) + hat]
@@ -1328,8 +1329,8 @@ def lower_select(lw: Lowerer, node: Node, operands) -> Lazy:
         hist.bound(b, 0, bins)
         cum.bound(b, 0, bins)
         hist_shape = base_shape if p else tuple(x.shape[:-1])
-        lw.stages.append(Stage(hist.name().rsplit("_", 1)[0], hist, hist_shape, r))
-        lw.stages.append(Stage(cum.name().rsplit("_", 1)[0], cum, hist_shape, rb))
+        lw.stages.append(Stage(hist_kind, hist, hist_shape, r))
+        lw.stages.append(Stage(cum_kind, cum, hist_shape, rb))
         lw.stages.append(Stage("seldigit", pick, base_shape, rc))
         lw.stages.append(Stage("selrank", state, base_shape))
         prefix, rank = hl.Expr(state[at][0]), hl.Expr(state[at][1])

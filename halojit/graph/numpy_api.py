@@ -642,6 +642,13 @@ SELECT_MIN = 1000
 SELECT_MIN_ONE = 512
 
 
+def selects_rows(shape) -> bool:
+    """Whether order statistics of rows of ``shape`` (the last axis) come
+    from the select op rather than a sort (SELECT_MIN, SELECT_MIN_ONE)."""
+    n = shape[-1]
+    return n >= (SELECT_MIN_ONE if int(np.prod(shape)) == n else SELECT_MIN)
+
+
 def _order_stats(s, index):
     """``np.sort(s, axis=-1)[..., index]`` (index: ints of any shape, -1 the
     last) and whether ``s`` holds a NaN along its last axis (sorted last:
@@ -649,7 +656,7 @@ def _order_stats(s, index):
     n = s.shape[-1]
     index = np.asarray(index, np.intp)
     index = np.where(index < 0, index + n, index)  # numpy's quantile helpers give -1 for the last
-    if n < (SELECT_MIN_ONE if s.size == n else SELECT_MIN):
+    if not selects_rows(s.shape):
         srt = sort(s, axis=-1)
         nan = np.isnan(srt[..., n - 1]) if s.dtype.kind == "f" else None
         return take(srt, index, axis=-1), nan

@@ -26,9 +26,8 @@ import warnings
 import numpy as np
 
 from ..errors import UnsupportedError, format_loc
-from .numpy_api import (COMPOSITE_LOOPS, COMPOSITE_UFUNCS, SELECT_MIN, SELECT_MIN_ONE, _along_last,
-                        _array, _ctx_of, _flat_0d, _tr, _unsupported_kw, common_dtype, implements,
-                        std_of_var)
+from .numpy_api import (COMPOSITE_LOOPS, COMPOSITE_UFUNCS, _along_last, _array, _ctx_of, _flat_0d,
+                        _tr, _unsupported_kw, common_dtype, implements, selects_rows, std_of_var)
 from .ops import normalize_axes, normalize_axis
 from .tracer import TracedArray, user_loc
 
@@ -218,7 +217,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValu
     else:
         count = np.count_nonzero(~np.isnan(s), axis=-1)
         lo = np.maximum((count - 1) // 2, 0)[..., None]
-        if n >= (SELECT_MIN_ONE if s.size == n else SELECT_MIN):
+        if selects_rows(s.shape):
             # long rows: the two positions from lo on, by radix selection
             # (numpy_api._order_stats), not a sort
             pair = ctx.emit("select", [s, lo], {"kth": (0, 1)}, loc)

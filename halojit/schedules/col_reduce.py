@@ -25,7 +25,7 @@ from __future__ import annotations
 import halide as hl
 
 from ..errors import HalojitError
-from ..graph.ops.reduce import ARG_REDUCERS, REDUCERS, SCANS, SCATTERS, SELECTS, SORTS
+from ..graph.ops.reduce import ARG_REDUCERS, REDUCERS, SCANS, SCATTERS, SORTING
 
 COL_REDUCE = ({"chunks": "8", "unroll": "4", "vector": "16", "inline": "1", "parallel": "1"},
               "reductions over leading axes (last axis kept): chunks of rows as parallel "
@@ -36,7 +36,7 @@ COL_REDUCE = ({"chunks": "8", "unroll": "4", "vector": "16", "inline": "1", "par
 # the reductions the chunked lowerings handle, and the ops that keep a group
 # from ColReduce and FullReduce
 CHUNKED_OPS = tuple(REDUCERS)
-UNCHUNKED_OPS = ("matmul", *ARG_REDUCERS, *SCANS, *SORTS, *SELECTS, *SCATTERS)
+UNCHUNKED_OPS = ("matmul", *ARG_REDUCERS, *SCANS, *SORTING, *SCATTERS)
 
 
 def col_reduce_fits(graph) -> bool:

@@ -40,7 +40,7 @@ def gpu_reduce_fits(graph) -> bool:
     """One output, no matmul, at least one reduction, and every reduction
     over the last axis only with an output of at most 2 dims, or a full
     reduction to a scalar."""
-    from ..graph.ops.reduce import SCANS, SCATTERS, SELECTS, SORTS
+    from ..graph.ops.reduce import SCANS, SCATTERS, SORTING
     from .templates import REDUCTIONS
     if len(graph.outputs) != 1:
         return False
@@ -49,7 +49,7 @@ def gpu_reduce_fits(graph) -> bool:
         return False
     found = False
     for node in graph.nodes:
-        if node.op == "matmul" or node.op in SCANS or node.op in SORTS or node.op in SELECTS or node.op in SCATTERS:
+        if node.op == "matmul" or node.op in SCANS or node.op in SORTING or node.op in SCATTERS:
             return False
         if node.op in REDUCTIONS:
             found = True
@@ -66,11 +66,11 @@ def gpu_elementwise_fits(graph) -> bool:
     stay with Anderson2021: the blur of bench/ (4096, 4096) took 0.18 ms
     a call on an H100 with it, 0.34 with its first pass computed per block
     in shared memory."""
-    from ..graph.ops.reduce import SCANS, SCATTERS, SELECTS, SORTS
+    from ..graph.ops.reduce import SCANS, SCATTERS, SORTING
     from .templates import REDUCTIONS
     for n in graph.nodes:
-        if n.op in REDUCTIONS or n.op == "matmul" or n.op in SCANS or n.op in SORTS \
-                or n.op in SELECTS or n.op in SCATTERS:
+        if n.op in REDUCTIONS or n.op == "matmul" or n.op in SCANS or n.op in SORTING \
+                or n.op in SCATTERS:
             return False
         if n.op == "slice" and n.inputs[0].op not in ("input", "constant"):
             return False

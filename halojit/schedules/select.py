@@ -13,8 +13,6 @@ selected values.
 
 from __future__ import annotations
 
-import halide as hl
-
 from ..errors import HalojitError
 
 SELECT = ({"vector": "16", "parallel": "1"},

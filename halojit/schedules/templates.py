@@ -15,7 +15,7 @@ import halide as hl
 
 from ..errors import HalojitError
 from ..graph.passes.flatten import merge_trailing
-from ..graph.ops.reduce import SCANS, SCATTERS, SELECTS, SORTS
+from ..graph.ops.reduce import SCANS, SCATTERS, SORTING
 from .col_reduce import COL_REDUCE, apply_col_reduce, col_reduce_fits
 from .concat import CONCAT, apply_concat, concat_fits
 from .full_reduce import FULL_REDUCE, apply_full_reduce, full_reduce_fits
@@ -77,7 +77,7 @@ def row_reduce_fits(graph) -> bool:
         return False
     found = False
     for node in graph.nodes:
-        if node.op == "matmul" or node.op in SCANS or node.op in SORTS or node.op in SELECTS or node.op in SCATTERS:
+        if node.op == "matmul" or node.op in SCANS or node.op in SORTING or node.op in SCATTERS:
             return False
         if node.op in REDUCTIONS:
             found = True
@@ -130,7 +130,7 @@ def stencil_fits(graph) -> bool:
     out = graph.outputs[0].aval
     if out.ndim != 2 or min(out.shape) <= 1:
         return False
-    if any(n.op == "matmul" or n.op in SCANS or n.op in SORTS or n.op in SELECTS or n.op in SCATTERS
+    if any(n.op == "matmul" or n.op in SCANS or n.op in SORTING or n.op in SCATTERS
            or n.op in REDUCTIONS
            for n in graph.nodes):
         return False

@@ -140,6 +140,8 @@ register(OpDef("argsort", SORT, _argsort_infer, _argsort_reference))
 # (lowering.lower_select, schedules/select.py). np.median and np.quantile
 # of long rows take it; numpy's own median partitions (introselect).
 SELECTS = ("select",)
+# every op with the SORT trait: what the other templates' fits refuse
+SORTING = (*SORTS, *SELECTS)
 
 
 def _select_infer(avals, params, loc=None):

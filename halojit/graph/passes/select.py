@@ -6,8 +6,8 @@ need a few values of the sorted rows, not the rows: the ``select`` op finds
 them by radix selection (lowering.lower_select) in a few passes over the
 row, where the sort's bitonic network makes about log2(n)**2 / 2. The
 values are the sort's, bit for bit (the same keys order -0.0 before +0.0
-and NaN last). Rows as short as numpy_api.SELECT_MIN (a lone row:
-SELECT_MIN_ONE) keep the sort, as np.median does.
+and NaN last). Rows too short for numpy_api.selects_rows keep the sort,
+as np.median does.
 """
 
 from __future__ import annotations
@@ -36,14 +36,13 @@ def _positions(sl: Node, src: Node) -> tuple | None:
 def select_sorted_positions(graph: Graph) -> Graph:
     """Every slice of a sort along its last axis, where all of the sort's
     users are such slices, becomes a select of the positions it reads."""
-    from ..numpy_api import SELECT_MIN, SELECT_MIN_ONE
+    from ..numpy_api import selects_rows
     users = graph.users()
     picked = {}
     for s in graph.nodes:
         if s.op != "sort" or s.params["axis"] != s.aval.ndim - 1 or not s.aval.ndim:
             continue
-        n = s.shape[-1]
-        if n < (SELECT_MIN_ONE if s.aval.size == n else SELECT_MIN) or s in graph.outputs:
+        if not selects_rows(s.shape) or s in graph.outputs:
             continue
         slices = users[s]
         found = {u: _positions(u, s) for u in slices if u.op == "slice"}
