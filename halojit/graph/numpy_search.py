@@ -1,14 +1,14 @@
 """np.searchsorted, np.digitize, np.interp, np.convolve and np.correlate
 inside traces, composed of other traced numpy calls.
 
-No binary search: a static graph has no data-dependent loops, so the
-position of a value among n sorted ones is a count, ``(a < v[..., None])
-.sum(-1)``, one broadcast comparison per pair that the compiler fuses into
-a row reduction. That costs len(a) compares per value, so the sorted
-array (searchsorted's ``a``, digitize's ``bins``, interp's ``xp``) may hold
-at most ``MAX_SORTED`` elements. On a sorted array the count is exactly
-numpy's binary-search answer, NaN sorting last as numpy's; on an unsorted
-one (which numpy does not check) the two answers differ.
+The position of a value among n sorted ones is a branchless binary search
+(``_search_sorted``): a static graph has no data-dependent loops, but it
+has gathers, so the search is ceil(log2(n + 1)) unrolled steps of a
+gather from the sorted array, a compare and a select, one elementwise
+chain per looked-up value that fuses into one kernel (vector gathers, both
+cores). On a sorted array the answer is numpy's, NaN sorting last as
+numpy's; on an unsorted one (which numpy does not check) the two searches
+may stop at different places.
 
 np.correlate and np.convolve are ``MAX_TAPS`` shifted multiply-adds at most
 (one per element of the shorter operand), summed in order; numpy sums
@@ -24,13 +24,13 @@ from ..errors import DTypeError, ShapeError, UnsupportedError, format_loc
 from .numpy_api import _array, _ctx_of, _tr, _unsupported_kw, implements, reshape, take
 from .tracer import TracedArray, user_loc
 
-# Elements of a / bins / xp: each looked-up value costs that many compares.
-# 2-core AVX2 VM, np.searchsorted of 2**20 random float32 values, min of 5:
-# 16 sorted values 22.0 ms numpy / 3.0 ms halojit, 64: 37.8 / 11.8, 256:
-# 54.8 / 56.5, 1024: 70.0 / 142.5 (numpy's binary search misses the cache
-# on random values; on sorted ones it is faster still). Past 1024 the count
-# would be over 2x slower than numpy: refused with a clear error instead.
-MAX_SORTED = 1024
+# Before the binary search, a value's position was a count of the sorted
+# values below it (``(a < v[..., None]).sum(-1)``, len(a) compares each)
+# and a was limited to 1024 values. 2-core AVX-512 VM (Zen 4),
+# np.searchsorted of 2**20 random float32 values into n sorted ones,
+# medians of 7 interleaved calls, count / search / numpy: n = 16 2.2 / 2.1
+# / 20.7 ms, 64 5.6 / 2.1 / 35, 256 14.8 / 2.7 / 51, 1024 50 / 3.5 / 67;
+# search / numpy: 4096 4.3 / 76, 65536 10.0 / 121, 2**20 24.5 / 235.
 # Elements of the shorter convolve/correlate operand: each becomes a shifted
 # multiply-add, and compile time grows with them. Same VM, float32 convolve
 # of 2**20 values, mode "same": 8 taps 0.49 ms (numpy 1.65), first call
@@ -63,25 +63,54 @@ def _isnan(x):
 
 
 # -- searchsorted / digitize ---------------------------------------------------------
-def _count_sorted(ctx, a, v, right, loc):
+def _search_sorted(ctx, a, v, right, loc):
     """How many of the sorted 1-D ``a`` go before each ``v`` (numpy's
-    searchsorted), counted. Both compare in their common dtype, ``v``
-    converted as np.asarray does (a Python float is float64 even beside a
-    float32 ``a``: numpy's searchsorted does not follow NEP 50)."""
+    searchsorted), by binary search. Both compare in their common dtype,
+    ``v`` converted as np.asarray does (a Python float is float64 even
+    beside a float32 ``a``: numpy's searchsorted does not follow NEP 50).
+
+    ``pos`` counts the values known to go before ``v``; each step, from the
+    largest power of two not above n down to 1, adds ``step`` when
+    a[pos + step - 1] goes before ``v`` too (and pos + step <= n). Positions
+    are int32 inside the chain (the gathers' own index type; half the
+    vector registers of intp) and intp at the end.
+
+    numpy's order puts NaN last. For a value that is not NaN, a[i] goes
+    before it when a[i] < v (side 'left') or a[i] <= v ('right'), both
+    false for a NaN a[i]: the steps need no NaN tests. A NaN ``v`` goes
+    after every value that is not NaN ('left') or after all of them
+    ('right'), set after the search: each NaN test in the steps had
+    doubled the kernel (2.5 s to compile a search of 2**16 values)."""
     v = _tr(ctx, v, loc)
     dt = np.result_type(a.dtype, v.dtype)  # by dtype: a weak Python float is float64 here
-    a, v = a.astype(dt), v.astype(dt)[..., None]
-    nan_a, nan_v = _isnan(a), _isnan(v)
-    if not right:  # a_i < v in numpy's order (NaN last): a_i < v, or v NaN and a_i not
-        hit = a < v
-        if nan_v is not None:
-            hit = hit | (nan_v & ~nan_a)
-    else:          # not (v < a_i): v < a_i, or a_i NaN and v not
-        before = v < a
-        if nan_v is not None:
-            before = before | (nan_a & ~nan_v)
-        hit = ~before
-    return np.sum(hit, axis=-1, dtype=np.intp)
+    a, v = a.astype(dt), v.astype(dt)
+    n = a.shape[0]
+    if n >= 2 ** 31:
+        raise UnsupportedError(f"np.searchsorted: the sorted array has {n} elements, more "
+                               f"than the 2**31 - 1 halojit searches{format_loc(loc)}.")
+    if n == 0:
+        return np.zeros_like(v, dtype=np.intp)
+    top = 1 << (n.bit_length() - 1)
+
+    def before(ai):
+        return (ai <= v) if right else (ai < v)
+
+    # the first step compares with one element (a gather, not a slice: the
+    # Elementwise template inlines gathers; a slice sent the search to
+    # Adams2019, 5 s to schedule for 2**16 values)
+    pos = np.where(before(_at(a, top - 1)), np.int32(top), np.int32(0))
+    step = top >> 1
+    while step:
+        cand = pos + np.int32(step)
+        ok = before(take(a, cand - np.int32(1), mode="clip"))
+        if 2 * top - step > n:  # pos <= 2 * top - 2 * step here: cand may pass n
+            ok = ok & (cand <= np.int32(n))
+        pos = np.where(ok, cand, pos)
+        step >>= 1
+    if dt.kind == "f":  # a NaN v: past the values that are not NaN, or past all
+        after_nan = np.int32(n) if right else np.sum(~np.isnan(a), dtype=np.int32)
+        pos = np.where(np.isnan(v), after_nan, pos)
+    return pos.astype(np.intp)
 
 
 def _check_side(fname, side, loc):
@@ -109,8 +138,6 @@ def searchsorted(a, v, side="left", sorter=None):
     ctx = _ctx_of(a, v, sorter)
     a = _vector(ctx, a, "searchsorted", "a", loc)
     n = a.shape[0]
-    _limit("searchsorted", "a", n, MAX_SORTED, loc,
-           "each value costs len(a) compares (no binary search in a traced graph)")
     if sorter is not None:
         s = _array(sorter)
         if s.dtype.kind not in "iu":
@@ -127,7 +154,7 @@ def searchsorted(a, v, side="left", sorter=None):
         else:
             check(s)
         a = take(a, s, mode="clip")  # in range, checked above
-    return _count_sorted(ctx, a, v, side == "right", loc)
+    return _search_sorted(ctx, a, v, side == "right", loc)
 
 
 def _monotonicity(b):
@@ -163,8 +190,6 @@ def digitize(x, bins, right=False):
                          f"{format_loc(loc)}.")
     if b.dtype.kind == "c":
         raise DTypeError(f"np.digitize: bins must be real, got {b.dtype}{format_loc(loc)}.")
-    _limit("digitize", "bins", b.shape[0], MAX_SORTED, loc,
-           "each value costs len(bins) compares (no binary search in a traced graph)")
     mono = _monotonicity(b)
     if mono == 0:
         raise ValueError(f"np.digitize: bins must be monotonically increasing or decreasing, "
@@ -173,6 +198,11 @@ def digitize(x, bins, right=False):
     if mono == -1:  # count on the reversed bins, from the other end
         return len(b) - searchsorted(b[::-1], x, side=side)
     return searchsorted(b, x, side=side)
+
+
+def _at(a, i):
+    """``a[i]`` of a 1-D traced array, as a gather."""
+    return take(a, np.int32(i), mode="clip")
 
 
 # -- interp -----------------------------------------------------------------------------
@@ -211,15 +241,16 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if fp.shape[0] != n:
         raise ValueError(f"np.interp: fp and xp are not of the same length: {fp.shape[0]} and "
                          f"{n}{format_loc(loc)}.")
-    _limit("interp", "xp", n, MAX_SORTED, loc,
-           "each x costs len(xp) compares (no binary search in a traced graph)")
     x = _tr(ctx, x, loc).astype(np.float64)
-    lval = _edge_value(ctx, left, fp[0], "left", loc)
-    rval = _edge_value(ctx, right, fp[n - 1], "right", loc)
+    # single elements as gathers, not slices: the Elementwise template
+    # inlines gathers (see _search_sorted)
+    x_first, x_last, f_first, f_last = (_at(xp, 0), _at(xp, n - 1), _at(fp, 0), _at(fp, n - 1))
+    lval = _edge_value(ctx, left, f_first, "left", loc)
+    rval = _edge_value(ctx, right, f_last, "right", loc)
     if n == 1:  # numpy's special case: no NaN test, a NaN x gives fp[0]
-        return np.where(x < xp[0], lval, np.where(x > xp[0], rval, fp[0]))
+        return np.where(x < x_first, lval, np.where(x > x_first, rval, f_first))
     # j: the last sample point at or below x (binary_search_with_guess on a sorted xp)
-    count = _count_sorted(ctx, xp, x, True, loc)  # xp <= x (a NaN x is set apart below)
+    count = _search_sorted(ctx, xp, x, True, loc)  # xp <= x (a NaN x is set apart below)
     j = np.clip(count - 1, 0, n - 2)
     x0, x1 = take(xp, j, mode="clip"), take(xp, j + 1, mode="clip")
     f0, f1 = take(fp, j, mode="clip"), take(fp, j + 1, mode="clip")
@@ -228,10 +259,10 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     r = np.where(np.isnan(r), slope * (x - x1) + f1, r)  # NaN one way: try the other
     r = np.where(np.isnan(r) & (f0 == f1), f0, r)
     r = np.where(x0 == x, f0, r)           # at a sample point: its value, no 0 * inf
-    r = np.where(count == n, fp[n - 1], r)  # x at (or past) xp[-1]
+    r = np.where(count == n, f_last, r)  # x at (or past) xp[-1]
     # numpy tests x > xp[-1] before x < xp[0]; the last where wins
-    r = np.where(x < xp[0], lval, r)
-    r = np.where(x > xp[n - 1], rval, r)
+    r = np.where(x < x_first, lval, r)
+    r = np.where(x > x_last, rval, r)
     return np.where(np.isnan(x), x, r)
 
 
