@@ -21,7 +21,7 @@ from ..graph.ir import Graph, Node
 from ..graph.passes.flatten import flatten_col_reductions, flatten_full_reductions
 from ..graph.passes.matmul import expand_short_matmuls, split_long_matmuls
 from ..graph.passes.recompute import recompute_after_full_reductions
-from ..graph.passes.views import peel_output_views
+from ..graph.passes.views import peel_output_views, sink_output_transposes, strip_copies
 from ..runtime.cache import halide_version, is_valid_so, kernel_dir, tuning_db_path
 from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, parse_autoscheduler
 from .streaming import ALIGN, aligned_for_stream, prefetch_inputs, stream_outputs
@@ -667,7 +667,8 @@ def build_halide_executor(graph: Graph, target_str: str, autoscheduler=None):
     graph = codegen_graph(graph, target)
     views = {}
     if not target.has_gpu_feature():
-        graph, views = peel_output_views(graph)
+        graph, views = peel_output_views(sink_output_transposes(graph))
+    graph = strip_copies(graph, keep_outputs=False)
     groups = partition(graph, siblings=not target.has_gpu_feature())
     kernels = compile_kernels(groups, target, autoscheduler)
     ex = HalideExecutor(graph, target, kernels, views)

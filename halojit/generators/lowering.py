@@ -97,7 +97,8 @@ class Stage:
 
 # Ops that recompute in one vector instruction (no float16 rounding), and how
 # many of them an inlined value may cost per element (see Stage.cheap).
-CHEAP_OPS = frozenset({"add", "subtract", "multiply", "negative", "positive", "broadcast_to"})
+CHEAP_OPS = frozenset({"add", "subtract", "multiply", "negative", "positive", "broadcast_to",
+                       "copy"})
 CHEAP_BUDGET = 2
 # Float ops whose Expr is a deep DAG (halide_ops._float_fmod's exact steps
 # reuse each step's result several times): always a Func of their own, so a
@@ -579,6 +580,9 @@ def lower_elementwise(node: Node, operands, fast_math: bool = False,
         (a,) = operands
         src = a.dtype
         return Lazy(shape, out_dt, lambda idx: H.cast(a.at(idx), src, out_dt))
+    if node.op == "copy":  # a returned value's layout promise (ops/elementwise.py)
+        (a,) = operands
+        return Lazy(shape, out_dt, a.at)
     if node.op == "bitcast":  # through the storage types (float16 computes in float32)
         (a,) = operands
         return Lazy(shape, out_dt, lambda idx: H.from_storage(hl.reinterpret(

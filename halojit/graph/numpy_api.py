@@ -1133,7 +1133,18 @@ def ravel(a, order="C"):
 def copy(a, order="K", subok=False):
     ctx = _ctx_of(a)
     # a new array, writable, an ndarray even of a scalar (x.copy() keeps the kind)
-    return with_zero_d_kind(None, TracedArray(ctx.as_node(a, user_loc()), ctx), False)
+    r = TracedArray(ctx.as_node(a, user_loc()), ctx)
+    return with_zero_d_kind(None, contiguous(r) if order == "C" else r, False)
+
+
+def contiguous(a: TracedArray) -> TracedArray:
+    """``a`` promised C-contiguous where it is returned (np.ascontiguousarray,
+    ``x.copy()``): a ``copy`` node, which keeps the Halide backend from
+    handing the value back as a view of another layout (passes/views.py).
+    Values of fewer than 2 axes are contiguous whatever their history."""
+    if a.ndim < 2 or a._node.op in ("input", "constant", "copy"):
+        return a
+    return a._ctx.emit("copy", [a._node], None, user_loc())
 
 
 @implements(np.broadcast_to)
@@ -2399,7 +2410,7 @@ def _install_methods():
     T.repeat = lambda self, repeats, axis=None: repeat(self, repeats, axis)
     T.flatten = lambda self, order="C": copy(reshape(self, (-1,), order))  # always a copy
     T.ravel = lambda self, order="C": reshape(self, (-1,), order)
-    T.copy = lambda self, order="C": with_zero_d_kind(self, copy(self), zero_d_kind(self))
+    T.copy = lambda self, order="C": with_zero_d_kind(self, copy(self, order), zero_d_kind(self))
     T.swapaxes = swapaxes
     T.dot = lambda self, b, out=None: dot(self, b, out=out)
     T.round = lambda self, decimals=0, out=None: round_(self, decimals, out=out)
@@ -2481,6 +2492,18 @@ def array_of_traced(fname: str, a, dtype=None, *, copy=np._NoValue, order=None, 
         ndmin = max(ndmin, 1)
     if r.ndim < ndmin:
         r = reshape(r, (1,) * (ndmin - r.ndim) + tuple(r.shape))
+    if fname == "ascontiguousarray" or order == "C":
+        c = contiguous(r)
+        if c is r:
+            pass
+        elif r._base is not None:  # a view (above): so is its copy
+            r = _view(r, c)
+        elif r is a:
+            # numpy returns a contiguous array itself, as computed values
+            # are: the same array, now promised C order where it is returned
+            r._node = c._node
+        else:
+            r = c
     # np.array copies unless told copy=None/False; the others only for copy=True
     copies = (fname == "array") if copy is np._NoValue else bool(copy)
     if copies and (r is a or r._base is not None):

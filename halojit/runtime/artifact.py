@@ -128,6 +128,7 @@ def _trace_example(tf, args, static) -> _Traced:
     from ..api import _tracer
     from ..graph.ir import make_graph
     from ..generators.build import codegen_graph
+    from ..graph.passes.views import strip_copies
     from ..generators.compile import host_target
     from ..graph.passes import optimize
     converted = tf._convert(list(args))
@@ -152,6 +153,7 @@ def _trace_example(tf, args, static) -> _Traced:
         raise ArtifactError(f"dump: {name} returns no arrays (it returned {treedef!r}); an "
                             "artifact needs at least one output.")
     graph = codegen_graph(optimize(make_graph(ctx.inputs, nodes), 3), host_target(tf.target))
+    graph = strip_copies(graph, keep_outputs=False)  # an artifact's outputs are all C order
     if any(n.aval.size == 0 for n in graph.nodes):
         raise ArtifactError(
             f"dump: the example ({', '.join(map(str, avals))}) makes zero-size arrays; artifacts "

@@ -3,7 +3,10 @@ peeled off the kernels and returned as numpy views of the kernel output, so
 the group keeps the template of its work (RowReduce, Stencil, Elementwise)
 instead of Adams2019 on a re-indexed output. Values against numpy, the
 views' layout, out= (written through the inverse view where it exists),
-the C call path, pooled outputs and inputs left untouched."""
+the C call path, pooled outputs and inputs left untouched. Elementwise work
+on operands transposed one way is computed in their order and returned in
+numpy's layout (sink_output_transposes); np.ascontiguousarray, x.copy()
+and np.array(order='C') keep their promise of C order."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import halojit
 from halojit import _rt
 from halojit.graph.ir import make_graph
 from halojit.graph.passes import optimize
-from halojit.graph.passes.views import peel_output_views
+from halojit.graph.passes.views import peel_output_views, sink_output_transposes
 
 from helpers import assert_same, random_array, seeded_array, softmax_ref
 
@@ -139,3 +142,105 @@ def test_artifact_of_a_viewed_output(tmp_path):
     path = tmp_path / "sm.hjm"
     f.dump(path, x)
     assert_same(halojit.load(path)(x), softmax_ref(x).T)
+
+
+# elementwise work on transposed operands: (fn, operand shapes)
+SUNK = {
+    "T+1": (lambda a: a.T + 1, [(40, 70)]),
+    "exp-T-times-T": (lambda a, b: np.exp(a.T) * b.T, [(40, 70), (40, 70)]),
+    "row-bias": (lambda a, b: a.T * 2 + b, [(40, 70), (40,)]),
+    "column-bias": (lambda a, b: a.T - b[:, None], [(40, 70), (70,)]),
+    "3d-perm": (lambda a, s: np.transpose(a, (2, 0, 1)) * s[:, None, None] + 0.5,
+                [(6, 9, 33), (33,)]),
+    "3d-swap-bias": (lambda a, b: np.swapaxes(a, 1, 2) + b, [(4, 30, 20), (4, 1, 30)]),
+    "where-int": (lambda a: np.where(a.T > 0, a.T, -a.T).astype(np.int16), [(33, 17)]),
+    "computed-T": (lambda a, b: (a * 2 + b).T + 1, [(40, 70), (70,)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SUNK))
+def test_transposed_work_comes_back_in_numpys_layout(case):
+    fn, shapes = SUNK[case]
+    args = [seeded_array(sh, seed=k) for k, sh in enumerate(shapes)]
+    args[0][1, 2] = np.nan
+    keep = [a.copy() for a in args]
+    f = halojit.trace(fn)
+    with np.errstate(all="ignore"):
+        want = fn(*args)
+        got = f(*args)
+        assert_same(got, want)
+        assert _layout(got) == _layout(want)  # F order where numpy's is
+        assert not any("transpose" in g.ops for g in f.lower(*args).groups)  # none in a kernel
+        out = np.empty(want.shape, want.dtype)  # out= in C order: written through a copy
+        assert f(*args, out=out) is out
+        assert_same(out, want)
+    for a, k in zip(args, keep):
+        np.testing.assert_array_equal(a, k)
+
+
+def _sunk(fn, *args):
+    f = halojit.trace(fn)
+    conv = f._convert(args)
+    ctx, nodes, _ = f._trace([v for v, _ in conv], [a for _, a in conv], {}, False)
+    graph = optimize(make_graph(ctx.inputs, nodes), 3)
+    return graph, sink_output_transposes(graph)
+
+
+def test_what_is_sunk():
+    x, y = seeded_array((16, 24)), seeded_array((24, 16))
+    for fn in (lambda a, b: a.T + b,                     # b in C order: no order suits both
+               lambda a, b: (a.T + 1, (a.T + 1).sum(0)),  # the value is read again
+               lambda a, b: a.T,                          # an input's transpose
+               lambda a, b: (a + 1).T,                    # peeled already
+               lambda a, b: np.ascontiguousarray(a.T * 2)):
+        before, after = _sunk(fn, x, y)
+        assert after is before
+    _, after = _sunk(lambda a, b: (a.T * 2 + 1, b.T - 1), x, y)
+    assert [o.op for o in after.outputs] == ["transpose", "transpose"]
+
+
+# np.ascontiguousarray & co. of values the kernels would hand back in another layout
+CONTIGUOUS = {
+    "ascontiguousarray-T": lambda a: np.ascontiguousarray((a + 1).T),
+    "ascontiguousarray-work": lambda a: np.ascontiguousarray(a.T * 2 + 1),
+    "copy-T": lambda a: (a * 2).T.copy(),
+    "copy-work": lambda a: (a.T - 1).copy(),
+    "array-order-C": lambda a: np.array(np.exp(a.T), order="C"),
+    "copy-order-C": lambda a: np.copy(a.T + 0.5, order="C"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONTIGUOUS))
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_contiguity_promises_are_kept(case, opt_level):
+    fn = CONTIGUOUS[case]
+    x = seeded_array((48, 80), seed=9)
+    got = halojit.trace(fn, opt_level=opt_level)(x)
+    want = fn(x)
+    assert want.flags.c_contiguous
+    assert got.flags.c_contiguous
+    assert_same(got, want)
+
+
+def test_copies_in_numpys_layout_and_in_the_middle():
+    x = seeded_array((48, 80), seed=10)
+    # np.copy keeps the layout (order='K'), x.copy(order='K') too: as numpy
+    for fn in (lambda a: np.copy(a.T + 1), lambda a: (a.T + 1).copy(order="K")):
+        got, want = halojit.trace(fn)(x), fn(x)
+        assert_same(got, want)
+        assert _layout(got) == _layout(want)
+    # a copy used inside the function costs nothing: no copy op reaches a kernel
+    f = halojit.trace(lambda a: np.ascontiguousarray(a.T).sum(0) + a.copy()[:, 0])
+    assert_same(f(x), x.T.sum(0) + x[:, 0])
+    assert not any("copy" in g.ops for g in f.lower(x).groups)
+
+
+def test_artifact_of_transposed_work(tmp_path):
+    """An artifact's outputs are all C order: the transpose stays in its kernel."""
+    x = seeded_array((32, 64), seed=11)
+    f = halojit.trace(lambda a: np.exp(a.T) + 1)
+    path = tmp_path / "t.hjm"
+    f.dump(path, x)
+    got = halojit.load(path)(x)
+    assert_same(got, np.exp(x.T) + 1)
+    assert got.flags.c_contiguous

@@ -97,6 +97,24 @@ def _bitcast_reference(arrays, params):
 register(OpDef("bitcast", ELEMENTWISE, _astype_infer, _bitcast_reference))
 
 
+def _same_infer(avals, params, loc=None):
+    (a,) = avals
+    return AbstractArray(a.shape, a.dtype, a.weak)
+
+
+def _copy_reference(arrays, params):
+    return np.array(arrays[0], order="C", copy=True)
+
+
+# np.ascontiguousarray(y), y.copy(): the value itself, promised C-contiguous
+# where it is returned. The graph knows no layouts, but the Halide backend
+# hands back some outputs as views (a transpose of a kernel's output, see
+# passes/views.py); a returned copy keeps its value in the kernel's C order.
+# Only returned copies of computed values survive the passes
+# (views.strip_copies); the lowering is the identity.
+register(OpDef("copy", ELEMENTWISE, _same_infer, _copy_reference))
+
+
 def _where_infer(avals, params, loc=None):
     cond, a, b = avals
     shape = broadcast_shapes([cond.shape, a.shape, b.shape], "where", loc)

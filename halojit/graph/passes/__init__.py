@@ -14,12 +14,14 @@ from .rewrite import (eliminate_common_subexpressions, eliminate_dead_code, fold
                       simplify)
 from .select import select_sorted_positions
 from .slices import push_slices
+from .views import strip_copies
 
 Pass = Callable[[Graph], Graph]
 
 # opt_level -> passes, run in this order (2 and 3 add memory planning and
 # fusion elsewhere; they share the graph simplification of level 1).
 SIMPLIFY: tuple[tuple[str, Pass], ...] = (
+    ("strip_copies", strip_copies),
     ("fold_constants", fold_constants),
     ("simplify", simplify),
     ("eliminate_common_subexpressions", eliminate_common_subexpressions),

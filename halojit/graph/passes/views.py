@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, Node, make_graph
+from ..ir import AbstractArray, Graph, Node, make_graph
+from ..ops import inlines
 
 VIEW_OPS = ("reshape", "transpose")
 
@@ -119,3 +120,108 @@ def peel_output_views(graph: Graph) -> tuple[Graph, dict[int, OutputView]]:
     if not views:
         return graph, {}
     return make_graph(graph.inputs, outputs), views
+
+
+def strip_copies(graph: Graph, keep_outputs: bool = True) -> Graph:
+    """``graph`` with each ``copy`` node (ops/elementwise.py) replaced by its
+    operand, except, with ``keep_outputs``, a returned copy of a computed
+    value: its C order still matters to sink_output_transposes and
+    peel_output_views."""
+    outputs = set(graph.outputs) if keep_outputs else set()
+    if not any(n.op == "copy" for n in graph.nodes):
+        return graph
+    env: dict[Node, Node] = {}
+    for n in graph.nodes:
+        inputs = tuple(env[i] for i in n.inputs)
+        if n.op == "copy" and (n not in outputs or inputs[0].op in ("input", "constant", "copy")):
+            env[n] = inputs[0]
+            continue
+        env[n] = n if all(a is b for a, b in zip(inputs, n.inputs)) else n.replace(inputs=inputs)
+    return make_graph(graph.inputs, [env[o] for o in graph.outputs])
+
+
+def _transposed_cone(o: Node, users: dict, outputs: set):
+    """(perm, cone, leaves) when ``o`` is elementwise work whose operands of
+    its full shape are all ``transpose(x, perm)`` for one perm: ``cone``
+    the elementwise nodes between (each read only inside the cone), in
+    ``leaves`` the transposes and the smaller (broadcast) operands. Else
+    None."""
+    if o.op == "copy" or not inlines(o) or o.op == "broadcast_to" or o.aval.ndim < 2 \
+            or users[o]:
+        return None  # (a value also read inside the graph keeps its order)
+    perm, cone, leaves, todo = None, {o}, set(), [o]
+    while todo:
+        for i in todo.pop().inputs:
+            if i in cone or i in leaves:
+                continue
+            if i.shape != o.shape:
+                leaves.add(i)  # a broadcast operand: read through the new order
+            elif i.op == "transpose":
+                if perm is not None and i.params["perm"] != perm:
+                    return None
+                perm = i.params["perm"]
+                leaves.add(i)
+            elif inlines(i) and i.op not in ("copy", "broadcast_to") and i not in outputs:
+                cone.add(i)
+                todo.append(i)
+            else:
+                return None  # a full-size operand in C order: no order suits both
+    # every node of the cone is read only inside it (else it would be computed twice)
+    if perm is None or any(u not in cone for m in cone if m is not o for u in users[m]):
+        return None
+    return perm, cone, leaves
+
+
+def sink_output_transposes(graph: Graph) -> Graph:
+    """Each output computed elementwise from operands transposed one way
+    (``_transposed_cone``) as that transpose of the work on the untransposed
+    operands; peel_output_views then hands it back as a view (see the
+    module's docstring). Broadcast operands are read through the inverse
+    permutation: a reshape when their long axes keep their order, else a
+    transpose."""
+    users = graph.users()
+    outputs = set(graph.outputs)
+    new_outputs, changed = list(graph.outputs), False
+    for k, o in enumerate(graph.outputs):
+        found = _transposed_cone(o, users, outputs)
+        if found is None:
+            continue
+        perm, cone, leaves = found
+        inv = tuple(int(a) for a in np.argsort(perm))
+        rank = len(perm)
+        env: dict[Node, Node] = {}
+
+        def moved(leaf: Node) -> Node:
+            if leaf.op == "transpose" and leaf.shape == o.shape:
+                return leaf.inputs[0]
+            if leaf.aval.ndim == 0:
+                return leaf
+            full = (1,) * (rank - leaf.aval.ndim) + leaf.shape
+            shape = tuple(full[a] for a in inv)
+            long_axes = [a for a in inv if full[a] != 1]
+            if long_axes == sorted(long_axes):  # only size-1 axes move: a reshape
+                return Node("reshape", (leaf,), {"shape": shape},
+                            AbstractArray(shape, leaf.dtype, leaf.aval.weak), leaf.loc)
+            x = leaf
+            if leaf.aval.ndim < rank:
+                x = Node("reshape", (leaf,), {"shape": full},
+                         AbstractArray(full, leaf.dtype, leaf.aval.weak), leaf.loc)
+            return Node("transpose", (x,), {"perm": inv},
+                        AbstractArray(shape, leaf.dtype, leaf.aval.weak), leaf.loc)
+
+        def build(m: Node) -> Node:
+            if m in env:
+                return env[m]
+            if m in leaves:
+                r = moved(m)
+            else:
+                inputs = tuple(build(i) for i in m.inputs)
+                shape = tuple(m.shape[a] for a in inv)
+                r = Node(m.op, inputs, m.params, AbstractArray(shape, m.dtype, m.aval.weak), m.loc)
+            env[m] = r
+            return r
+
+        base = build(o)
+        new_outputs[k] = Node("transpose", (base,), {"perm": tuple(perm)}, o.aval, o.loc)
+        changed = True
+    return make_graph(graph.inputs, new_outputs) if changed else graph
