@@ -34,9 +34,11 @@ TEMPLATES = {
                   "computed at the block, vectorized, the block's rows unrolled; "
                   "inline=1 recomputes cheap shared values (x - mean) where read; a large "
                   "input prefetched whole blocks and at least prefetch KiB ahead (0: none)"),
-    "Matmul": ({"tile_m": "8", "tile_n": "64", "vector": "16", "unroll_k": "1"},
+    "Matmul": ({"tile_m": "8", "tile_n": "64", "vector": "16", "unroll_k": "1", "few": "1"},
                "GEMM: parallel panels of tile_n columns with B packed per panel, "
-               "tile_m x 2-vector FMA accumulator blocks in registers, epilogue per block"),
+               "tile_m x 2-vector FMA accumulator blocks in registers, epilogue per block; "
+               "few=1: at most FEW_ROWS rows read B in place, a panel of column blocks "
+               "per task with every accumulator in registers"),
     "Stencil": ({"rows": "32", "tile_x": "0", "vector": "32", "sliding": "1", "prefetch": "16"},
                 "2-D stencils (a value read through shifted slices): parallel strips of "
                 "rows (x tiles of tile_x columns, 0 = the whole width), intermediate "
@@ -473,6 +475,14 @@ SERIAL_MAX_FLOPS = 1 << 21
 # vectors and a broadcast A value, in AVX-512's 32 registers.
 MAX_BLOCK_ROWS = 14
 
+# Matmuls of at most this many rows (2 with 16 vector registers) read B in
+# place (_apply_few_rows). x (M, K) @ W (K, N) float32, W of 16 MiB (hot in
+# the L3 between calls), 2-core AVX-512 VM (Zen 4), medians of 9
+# interleaved calls, packed -> in place (numpy): M = 1 3.1-3.2 -> 0.53-0.64
+# ms (0.17-0.23), M = 2 3.0-3.2 -> 0.82-0.87 (1.17-1.44), M = 4 3.4 ->
+# 1.2-2.3 (1.2-1.5); at M = 8 and 12 packing wins (3.5 against 4.0-6.9).
+FEW_ROWS = 4
+
 
 def apply_matmul(lowered, params) -> str:
     """A GEMM in the BLIS shape: parallel over panels of ``tile_n`` columns
@@ -531,6 +541,10 @@ def apply_matmul(lowered, params) -> str:
     # (a copy of all of B per call, for at most a few reuses), one panel (no
     # out-of-range blocks in a last partial panel). A tail block would read
     # B through the pack's clamped index: gathers.
+    few = not serial and not batched_b and flat_rows <= (FEW_ROWS if max_rows > 6 else 2) \
+        and n % block == 0 and int(params.get("few", "1")) != 0
+    if few:
+        return _apply_few_rows(lowered, params, out, mm, pack, node, block, vec, flat_rows, n)
     direct = serial and n % block == 0
     if direct:
         panel = n
@@ -631,6 +645,49 @@ def apply_matmul(lowered, params) -> str:
               f"{pack.func.name()}.compute_inline()" if direct else
               f"{pack.func.name()}.compute_at({out.name()}, {anchor.name()}).vectorize(j, {vec})"]
     return "\n".join(lines)
+
+
+def _apply_few_rows(lowered, params, out, mm, pack, node, block, vec, rows, n) -> str:
+    """A matmul of at most FEW_ROWS rows (x @ W at batch 1-4): B is read once whatever
+    the order, so packing it would only add a copy of B per call. Each
+    parallel task takes a panel of ``blocks`` column blocks and walks k
+    once, the rows x panel accumulators in registers (at most 24 vectors),
+    reading each B row's panel as contiguous vectors."""
+    fix_extents(lowered)
+    x, y, *batch = out.args()
+    most = max(1, 24 // (2 * rows))  # column blocks of a panel: 2 vectors each
+    total = n // block
+    tasks = 4 * (os.cpu_count() or 2)
+    # panels that divide the columns: no partial panel, so the lowering's
+    # clamp of B's column index folds away (clamped, B was gathered)
+    fits = [d for d in range(1, most + 1) if total % d == 0]
+    blocks = max([d for d in fits if total // d >= tasks] or [1])
+    panel = blocks * block
+    xo, xi = hl.Var("xo"), hl.Var("xi")
+    out.split(x, xo, xi, panel, hl.TailStrategy.GuardWithIf)
+    out.reorder(xi, y, *batch, xo).parallel(xo)
+    _vectorize(out, xi, vec)
+    c = mm.func
+    j, i, jb, *_ = c.args()
+    c.compute_at(out, xo).store_in(hl.MemoryType.Register)
+    c.bound_extent(j, block).bound_extent(i, rows).bound_extent(jb, blocks)
+    c.vectorize(j, vec).unroll(j).unroll(i).unroll(jb)
+    upd = c.update()
+    r = mm.rdom
+    upd.reorder(j, i, jb, r.x).vectorize(j, vec).unroll(j).unroll(i).unroll(jb)
+    pack.func.compute_inline()
+    for st in lowered.stages:
+        if st.kind == "materialized":
+            st.func.compute_inline()
+        elif st.kind == "arows":
+            st.func.compute_root()
+        elif st not in (mm, pack):
+            st.func.compute_root()
+    return "\n".join([
+        f"{out.name()}.split(x, xo, xi, {panel}).reorder(xi, y, xo).parallel(xo).vectorize(xi, {vec})",
+        f"{c.name()}.compute_at({out.name()}, xo).store_in(Register)  # {rows}x{panel} accumulators",
+        f"{c.name()}.update().reorder(j, i, jb, k).vectorize(j, {vec}).unroll(j, i, jb)",
+        f"{pack.func.name()}.compute_inline()  # B read in place"])
 
 
 def stencil_vector(params, width: int) -> int:

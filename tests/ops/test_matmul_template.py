@@ -222,3 +222,57 @@ def test_comparison_epilogue_with_vectors_past_the_last_column(dtype, m, k, n, p
             assert_matmul_close(got, want, k)
         else:
             np.testing.assert_array_equal(got, want)
+
+
+# -- few rows (x @ W at batch 1-4): B read in place ---------------------------------
+FEW = [  # (a shape, n, dtype): above the serial threshold, n a multiple of the block
+    ((1, 300), 4096, "float32"),
+    ((2, 700), 1536, "float32"),
+    ((3, 257), 2048, "float32"),
+    ((4, 512), 1024, "float32"),
+    ((2, 2, 256), 1024, "float32"),   # batched rows: 4 in all
+    ((2, 600), 1024, "float64"),
+]
+
+
+@pytest.mark.parametrize("a_shape,n,dtype", FEW, ids=lambda v: str(v))
+def test_few_rows_read_b_in_place(a_shape, n, dtype):
+    from halojit.schedules.templates import FEW_ROWS, SERIAL_MAX_FLOPS
+    rng = np.random.default_rng(sum(a_shape) + n)
+    k = a_shape[-1]
+    a = rng.standard_normal(a_shape).astype(dtype)
+    w = rng.standard_normal((k, n)).astype(dtype)
+    b = rng.standard_normal(n).astype(dtype)
+    a[0, ..., 3] = np.nan  # NaN spreads along its row only
+    w[5, 7] = np.inf
+    keep = (a.copy(), w.copy())
+    assert 2 * a.size * n >= SERIAL_MAX_FLOPS and a.size // k <= FEW_ROWS
+    fn = lambda a, w, b: np.maximum(a @ w + b, 0)  # noqa: E731
+    f = halojit.trace(fn)
+    (g,) = f.lower(a, w, b).groups
+    assert "B read in place" in g.schedule, g.schedule
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = fn(a, w, b)
+    got = f(a, w, b)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    ok = np.isfinite(want)
+    assert_matmul_close(got[ok], want[ok], k)
+    np.testing.assert_array_equal(a, keep[0])
+    np.testing.assert_array_equal(w, keep[1])
+
+
+def test_few_rows_limits():
+    """Five rows pack B as before, as does a column tail; few=0 turns it off."""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((512, 1024), dtype=np.float32)
+    for a, fw, params in ((rng.standard_normal((5, 512), dtype=np.float32), w, None),
+                          (rng.standard_normal((2, 512), dtype=np.float32), w[:, :1000], None),
+                          (rng.standard_normal((2, 512), dtype=np.float32), w,
+                           ("Matmul", {"few": "0"}))):
+        f = halojit.trace(lambda a, w: a @ w, autoscheduler=params)
+        (g,) = f.lower(a, fw).groups
+        assert g.scheduler.startswith("Matmul") and "B read in place" not in g.schedule
+        assert_matmul_close(f(a, fw), a @ fw, 512)
