@@ -188,7 +188,8 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
     from .compile import native_lanes
     lanes = native_lanes(target, 16)  # float32 lanes of one native vector
     if matmul_fits(local):
-        return make_spec("Matmul")
+        from ..schedules.templates import few_rows_mode
+        return make_spec("Matmul", {"few": few_rows_mode(local)})
     serial = max((n.aval.size for n in local.nodes), default=0) < SERIAL_MAX_ELEMENTS
     if sort_fits(local):
         return make_spec("Sort", {"parallel": "0"} if serial else {})

@@ -2153,6 +2153,13 @@ def repeat(a, repeats, axis=None):
 # and a column sum (ColReduce) rather than a matmul; below it the Matmul
 # template's one serial task wins (u @ W for (256, 256): 3.4 us against 5.9).
 VECMAT_MIN_ELEMENTS = 1 << 20
+# ... unless its columns are a multiple of this (the Matmul template's
+# column block on every target): a one-row matmul then reads B in place, K
+# split per task (templates.few_rows_mode). Float32, medians of 9
+# interleaved, 2-core Zen 4 VM, ColReduce -> Matmul (numpy): (4096, 1024)
+# 0.56 -> 0.14 ms (0.19), (2048, 2048) 0.48 -> 0.13 (0.145), (1024, 4096)
+# 0.60 -> 0.34 (0.16), (4096, 4096) 3.0 -> 1.8 (1.6).
+VECMAT_MATMUL_COLUMNS = 32
 
 
 def _vector_product(ctx, a, b, dtype, loc):
@@ -2163,7 +2170,9 @@ def _vector_product(ctx, a, b, dtype, loc):
     float32, min of interleaved runs, numpy = OpenBLAS sgemv): a dot of 4096
     15 -> 0.7 us (numpy 0.9); x @ v for (4096, 4096) 3.8 -> 1.3 ms (numpy
     1.2), (256, 256) 16 -> 7 us (numpy 3.4), (100000, 3) 118 -> 63 us
-    (numpy 46); u @ x for (4096, 4096) 3.8 -> 1.2 ms (numpy 1.0)."""
+    (numpy 46); u @ x for (4096, 4096) 3.8 -> 1.2 ms (numpy 1.0). A large u @ x
+    whose width is a multiple of VECMAT_MATMUL_COLUMNS is a one-row matmul
+    again, which now reads B in place (templates._apply_few_rows)."""
     a = TracedArray(ctx.cast(a, dtype, loc), ctx)
     b = TracedArray(ctx.cast(b, dtype, loc), ctx)
     if b.ndim == 1 and a.ndim > 1 and 1 <= b.size <= SHORT_CHANNELS:
@@ -2176,9 +2185,9 @@ def _vector_product(ctx, a, b, dtype, loc):
         return acc
     if b.ndim == 1:  # x @ v and the dot product: a row reduction of x * v
         return reduction("sum", a * b, -1, False, dtype)
-    if b.size < VECMAT_MIN_ELEMENTS:
-        return None
-    # u @ x: a column reduction of u[:, None] * x
+    if b.size < VECMAT_MIN_ELEMENTS or (b.ndim == 2 and b.shape[-1] % VECMAT_MATMUL_COLUMNS == 0):
+        return None  # the Matmul template (one row: B read in place, K split per task)
+    # u @ x of a ragged width: a column reduction of u[:, None] * x
     return reduction("sum", reshape(a, (-1, 1)) * b, -2, False, dtype)
 
 

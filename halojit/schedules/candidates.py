@@ -30,7 +30,7 @@ TEMPLATE_GRIDS = {
                                     "vector": (16, 32, 64, 8), "prefetch": (16, 0)}),
     # tile_m: rows of the register block (templates.MAX_BLOCK_ROWS caps it)
     "Matmul": (matmul_fits, {"tile_m": (8, 4, 6, 10, 12, 14), "tile_n": (64, 32, 128, 256, 512),
-                             "vector": (16, 8), "unroll_k": (1, 2, 4), "few": (1, 0)}),
+                             "vector": (16, 8), "unroll_k": (1, 2, 4), "few": (1, 2, 0)}),
     "Stencil": (stencil_fits, {"rows": (32, 16, 64, 128), "tile_x": (0, 1024, 512),
                                "vector": (32, 16, 64), "sliding": (1, 0), "prefetch": (16, 0)}),
     # the chunk count comes from the lowering; interleave: chunks side by side per task (0: auto)

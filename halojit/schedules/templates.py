@@ -38,7 +38,8 @@ TEMPLATES = {
                "GEMM: parallel panels of tile_n columns with B packed per panel, "
                "tile_m x 2-vector FMA accumulator blocks in registers, epilogue per block; "
                "few=1: at most FEW_ROWS rows read B in place, a panel of column blocks "
-               "per task with every accumulator in registers"),
+               "per task with every accumulator in registers; few=2: K split per task "
+               "instead (rfactor), whole B rows streamed; few=0: packed as larger ones"),
     "Stencil": ({"rows": "32", "tile_x": "0", "vector": "32", "sliding": "1", "prefetch": "16"},
                 "2-D stencils (a value read through shifted slices): parallel strips of "
                 "rows (x tiles of tile_x columns, 0 = the whole width), intermediate "
@@ -477,10 +478,12 @@ MAX_BLOCK_ROWS = 14
 
 # Matmuls of at most this many rows (2 with 16 vector registers) read B in
 # place (_apply_few_rows). x (M, K) @ W (K, N) float32, W of 16 MiB (hot in
-# the L3 between calls), 2-core AVX-512 VM (Zen 4), medians of 9
-# interleaved calls, packed -> in place (numpy): M = 1 3.1-3.2 -> 0.53-0.64
-# ms (0.17-0.23), M = 2 3.0-3.2 -> 0.82-0.87 (1.17-1.44), M = 4 3.4 ->
-# 1.2-2.3 (1.2-1.5); at M = 8 and 12 packing wins (3.5 against 4.0-6.9).
+# the L3 between calls), 2-core AVX-512 VM (Zen 4), medians of 7
+# interleaved calls, packed (few=0) -> in place (numpy): M = 1 1.4-2.1 ->
+# 0.21-0.22 ms (0.15-0.24), M = 2 1.1-2.0 -> 0.27 (1.1), M = 3 1.6-1.9 ->
+# 0.34-0.37 (1.1-1.2), M = 4 2.1-2.3 -> 0.46-0.81 (1.1-1.2); W of 64 MiB,
+# M = 1-4 9.7-10.8 -> 1.9-4.6 (1.3-5.5). At M = 8 and 12 packing won (3.5
+# against 4.0-6.9 in a noisier run).
 FEW_ROWS = 4
 
 
@@ -655,6 +658,8 @@ def _apply_few_rows(lowered, params, out, mm, pack, node, block, vec, rows, n) -
     reading each B row's panel as contiguous vectors."""
     fix_extents(lowered)
     x, y, *batch = out.args()
+    if int(params.get("few", "1")) == 2:
+        return _apply_few_rows_ksplit(lowered, out, mm, pack, vec, n)
     most = max(1, 24 // (2 * rows))  # column blocks of a panel: 2 vectors each
     total = n // block
     tasks = 4 * (os.cpu_count() or 2)
@@ -688,6 +693,60 @@ def _apply_few_rows(lowered, params, out, mm, pack, node, block, vec, rows, n) -
         f"{c.name()}.compute_at({out.name()}, xo).store_in(Register)  # {rows}x{panel} accumulators",
         f"{c.name()}.update().reorder(j, i, jb, k).vectorize(j, {vec}).unroll(j, i, jb)",
         f"{pack.func.name()}.compute_inline()  # B read in place"])
+
+
+def _apply_few_rows_ksplit(lowered, out, mm, pack, vec, n) -> str:
+    """Few rows, K cut into a chunk per task (``rfactor``): each task streams
+    whole rows of B into rows x n partial sums (in L1/L2), then the chunks'
+    sums are added. The column panels of _apply_few_rows read B in strips of
+    0.5-1.5 KiB per row, which stream worse once B leaves the cache or when
+    one row leaves few accumulators to hide it (few_rows_mode)."""
+    c = mm.func
+    j, i, jb, *_ = c.args()
+    k = mm.in_shape[-1]
+    tasks = 2 * (os.cpu_count() or 2)
+    per = -(-k // tasks)
+    ro, ri, t = hl.RVar("ro"), hl.RVar("ri"), hl.Var("t")
+    upd = c.update()
+    upd.split(mm.rdom.x, ro, ri, per, hl.TailStrategy.GuardWithIf)
+    part = upd.rfactor(ro, t)  # part(j, i, jb, t): the sums over chunk t of K
+    part.compute_root().parallel(t).vectorize(j, vec)
+    part.update().reorder(j, jb, i, ri, t).vectorize(j, vec).unroll(j).parallel(t)
+    c.compute_root().vectorize(j, vec)
+    c.update().vectorize(j, vec)
+    _vectorize(out, out.args()[0], vec)
+    pack.func.compute_inline()
+    for st in lowered.stages:
+        if st.kind == "materialized":
+            st.func.compute_inline()
+        elif st not in (mm, pack):
+            st.func.compute_root()
+    return "\n".join([
+        f"{c.name()}.update().split(k, ko, ki, {per}).rfactor(ko, t) -> part",
+        f"part.compute_root().parallel(t); update().reorder(j, jb, i, ki, t).vectorize(j, {vec})",
+        f"{c.name()}.compute_root()  # the {tasks} chunks' sums added",
+        f"{pack.func.name()}.compute_inline()  # B read in place, K split"])
+
+
+def few_rows_mode(graph) -> str:
+    """The Matmul template's ``few`` for a group (_apply_few_rows): "2" (K
+    split per task) for one row with K >= 1024 or a B past 3/4 of the L3,
+    else "1" (column panels). x (M, K) @ W (K, N) float32, 2-core AVX-512
+    VM (Zen 4), medians of 7 interleaved calls, panels / K split (numpy):
+    M = 1: (1024, 4096) 0.24 / 0.21 (0.15), (4096, 1024) 0.36 / 0.22
+    (0.24), (256, 8192) 0.076 / 0.16 (0.064); M = 2-4: panels ahead in
+    the L3, (4096, 1024) 0.27-0.46 against 0.40-0.59 (numpy 1.12-1.14);
+    W of 64 MiB (4096, 4096): M = 1 4.0 / 1.9 (1.27), M = 2 3.5 / 2.7
+    (5.5), M = 4 5.9 / 4.6 (5.4)."""
+    from ..config import l3_cache_bytes
+    mm = next(n for n in graph.nodes if n.op == "matmul")
+    a, b = mm.inputs
+    k = a.shape[-1]
+    rows = math.prod(a.shape[:-1])
+    if rows <= FEW_ROWS and b.aval.ndim == 2 and (
+            (rows == 1 and k >= 1024) or b.aval.size * b.dtype.itemsize >= 3 * l3_cache_bytes() // 4):
+        return "2"
+    return "1"
 
 
 def stencil_vector(params, width: int) -> int:

@@ -212,6 +212,15 @@ def test_vector_matrix_large_is_a_column_sum_small_stays_matmul():
     us, xs = rand((256,), seed=28), rand((256, 256), seed=29)
     assert_matmul_close(f(us, xs), us @ xs, 256)
     assert any("matmul" in ops for ops in ops_of(f, us, xs))
+    # a large one whose width is a multiple of 32: one row of the Matmul
+    # template, B read in place with K split per task
+    ul, xl = rand((1024,), seed=30), rand((1024, 1088), seed=31)
+    assert_matmul_close(f(ul, xl), ul @ xl, 1024)
+    (g,) = f.lower(ul, xl).groups
+    assert "K split" in g.schedule
+    ub, xb = rand((600,), seed=26), rand((2, 600, 896), seed=27)  # batched: a column sum
+    assert_matmul_close(f(ub, xb), ub @ xb, 600)
+    assert not any("matmul" in ops for ops in ops_of(f, ub, xb))
 
 
 @pytest.mark.parametrize("spec,dts", [

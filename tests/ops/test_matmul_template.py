@@ -276,3 +276,27 @@ def test_few_rows_limits():
         (g,) = f.lower(a, fw).groups
         assert g.scheduler.startswith("Matmul") and "B read in place" not in g.schedule
         assert_matmul_close(f(a, fw), a @ fw, 512)
+
+
+@pytest.mark.parametrize("m,k,n,dtype", [(1, 1500, 2048, "float32"), (2, 999, 1024, "float32"),
+                                         (3, 700, 512, "float64")])
+def test_few_rows_with_k_split_per_task(m, k, n, dtype):
+    """few=2: K cut into a chunk per task, the chunks' sums added (an odd
+    K leaves a short last chunk); the default for one row with a long K."""
+    from halojit.schedules.templates import few_rows_mode
+    rng = np.random.default_rng(m + k)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    w = rng.standard_normal((k, n)).astype(dtype)
+    a[0, 11] = np.inf
+    f = halojit.trace(lambda a, w: a @ w * 2, autoscheduler=("Matmul", {"few": "2"}))
+    (g,) = f.lower(a, w).groups
+    assert "K split" in g.schedule, g.schedule
+    want = a @ w * 2
+    got = f(a, w)
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = np.isfinite(want)
+    assert_matmul_close(got[ok] / 2, want[ok] / 2, k)
+    if m == 1:
+        (g,) = halojit.trace(lambda a, w: a @ w).lower(a, w).groups
+        assert "few=2" in g.scheduler
