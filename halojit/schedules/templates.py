@@ -485,6 +485,14 @@ MAX_BLOCK_ROWS = 14
 # M = 1-4 9.7-10.8 -> 1.9-4.6 (1.3-5.5). At M = 8 and 12 packing won (3.5
 # against 4.0-6.9 in a noisier run).
 FEW_ROWS = 4
+# ... and up to this many take the K split per task (few=2) by default: B
+# still read once, the rows' partial sums in L1/L2. Packed (few=0) -> K
+# split (numpy), same VM, medians of 7 interleaved: W (1024, 4096) M = 5
+# 2.06 -> 1.24 ms (1.58), M = 8 2.27 -> 2.09 (1.49), M = 12 3.15 -> 2.75
+# (1.84); W (4096, 1024) M = 5 2.84 -> 1.73 (1.84), M = 8 2.23 -> 1.84
+# (1.20); W (4096, 4096) M = 5 11.4 -> 4.5 (6.8), M = 8 11.3 -> 6.2
+# (5.7), M = 12 14.4 -> 8.4 (7.5). At M = 16 packing wins (3.1 against 7.2).
+KSPLIT_ROWS = 12
 
 
 def apply_matmul(lowered, params) -> str:
@@ -544,8 +552,9 @@ def apply_matmul(lowered, params) -> str:
     # (a copy of all of B per call, for at most a few reuses), one panel (no
     # out-of-range blocks in a last partial panel). A tail block would read
     # B through the pack's clamped index: gathers.
-    few = not serial and not batched_b and flat_rows <= (FEW_ROWS if max_rows > 6 else 2) \
-        and n % block == 0 and int(params.get("few", "1")) != 0
+    mode = int(params.get("few", "1"))
+    limit = KSPLIT_ROWS if mode == 2 else (FEW_ROWS if max_rows > 6 else 2)
+    few = not serial and not batched_b and flat_rows <= limit and n % block == 0 and mode != 0
     if few:
         return _apply_few_rows(lowered, params, out, mm, pack, node, block, vec, flat_rows, n)
     direct = serial and n % block == 0
@@ -730,8 +739,8 @@ def _apply_few_rows_ksplit(lowered, out, mm, pack, vec, n) -> str:
 
 def few_rows_mode(graph) -> str:
     """The Matmul template's ``few`` for a group (_apply_few_rows): "2" (K
-    split per task) for one row with K >= 1024 or a B past 3/4 of the L3,
-    else "1" (column panels). x (M, K) @ W (K, N) float32, 2-core AVX-512
+    split per task) for one row with K >= 1024, a B past 3/4 of the L3, or
+    5 to KSPLIT_ROWS rows, else "1" (column panels; ignored past FEW_ROWS). x (M, K) @ W (K, N) float32, 2-core AVX-512
     VM (Zen 4), medians of 7 interleaved calls, panels / K split (numpy):
     M = 1: (1024, 4096) 0.24 / 0.21 (0.15), (4096, 1024) 0.36 / 0.22
     (0.24), (256, 8192) 0.076 / 0.16 (0.064); M = 2-4: panels ahead in
@@ -743,8 +752,8 @@ def few_rows_mode(graph) -> str:
     a, b = mm.inputs
     k = a.shape[-1]
     rows = math.prod(a.shape[:-1])
-    if rows <= FEW_ROWS and b.aval.ndim == 2 and (
-            (rows == 1 and k >= 1024) or b.aval.size * b.dtype.itemsize >= 3 * l3_cache_bytes() // 4):
+    if b.aval.ndim == 2 and (FEW_ROWS < rows <= KSPLIT_ROWS or rows <= FEW_ROWS and (
+            (rows == 1 and k >= 1024) or b.aval.size * b.dtype.itemsize >= 3 * l3_cache_bytes() // 4)):
         return "2"
     return "1"
 
