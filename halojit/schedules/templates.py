@@ -555,12 +555,14 @@ def apply_matmul(lowered, params) -> str:
     mode = int(params.get("few", "1"))
     limit = KSPLIT_ROWS if mode == 2 else (FEW_ROWS if max_rows > 6 else 2)
     few = not serial and not batched_b and flat_rows <= limit and n % block == 0 and mode != 0
+    fix_extents(lowered)
+    if few and mode == 2:
+        return _apply_few_rows_ksplit(lowered, out, mm, pack, vec)
     if few:
-        return _apply_few_rows(lowered, params, out, mm, pack, node, block, vec, flat_rows, n)
+        return _apply_few_rows(lowered, out, mm, pack, block, vec, flat_rows, n)
     direct = serial and n % block == 0
     if direct:
         panel = n
-    fix_extents(lowered)
     # batch dims (A of shape (..., M, K)) stay loops outside the row blocks:
     # a block of rows never straddles two matrices (bounds stay tight)
     x, y, *batch = out.args()
@@ -659,16 +661,24 @@ def apply_matmul(lowered, params) -> str:
     return "\n".join(lines)
 
 
-def _apply_few_rows(lowered, params, out, mm, pack, node, block, vec, rows, n) -> str:
+def _read_b_in_place(lowered, mm, pack) -> None:
+    """The few-row schedules' other stages: B's pack and the elementwise
+    values inlined, anything else (a transposed A's rows) stored once."""
+    pack.func.compute_inline()
+    for st in lowered.stages:
+        if st.kind == "materialized":
+            st.func.compute_inline()
+        elif st not in (mm, pack):
+            st.func.compute_root()
+
+
+def _apply_few_rows(lowered, out, mm, pack, block, vec, rows, n) -> str:
     """A matmul of at most FEW_ROWS rows (x @ W at batch 1-4): B is read once whatever
     the order, so packing it would only add a copy of B per call. Each
     parallel task takes a panel of ``blocks`` column blocks and walks k
     once, the rows x panel accumulators in registers (at most 24 vectors),
     reading each B row's panel as contiguous vectors."""
-    fix_extents(lowered)
     x, y, *batch = out.args()
-    if int(params.get("few", "1")) == 2:
-        return _apply_few_rows_ksplit(lowered, out, mm, pack, vec, n)
     most = max(1, 24 // (2 * rows))  # column blocks of a panel: 2 vectors each
     total = n // block
     tasks = 4 * (os.cpu_count() or 2)
@@ -689,14 +699,7 @@ def _apply_few_rows(lowered, params, out, mm, pack, node, block, vec, rows, n) -
     upd = c.update()
     r = mm.rdom
     upd.reorder(j, i, jb, r.x).vectorize(j, vec).unroll(j).unroll(i).unroll(jb)
-    pack.func.compute_inline()
-    for st in lowered.stages:
-        if st.kind == "materialized":
-            st.func.compute_inline()
-        elif st.kind == "arows":
-            st.func.compute_root()
-        elif st not in (mm, pack):
-            st.func.compute_root()
+    _read_b_in_place(lowered, mm, pack)
     return "\n".join([
         f"{out.name()}.split(x, xo, xi, {panel}).reorder(xi, y, xo).parallel(xo).vectorize(xi, {vec})",
         f"{c.name()}.compute_at({out.name()}, xo).store_in(Register)  # {rows}x{panel} accumulators",
@@ -704,7 +707,7 @@ def _apply_few_rows(lowered, params, out, mm, pack, node, block, vec, rows, n) -
         f"{pack.func.name()}.compute_inline()  # B read in place"])
 
 
-def _apply_few_rows_ksplit(lowered, out, mm, pack, vec, n) -> str:
+def _apply_few_rows_ksplit(lowered, out, mm, pack, vec) -> str:
     """Few rows, K cut into a chunk per task (``rfactor``): each task streams
     whole rows of B into rows x n partial sums (in L1/L2), then the chunks'
     sums are added. The column panels of _apply_few_rows read B in strips of
@@ -724,12 +727,7 @@ def _apply_few_rows_ksplit(lowered, out, mm, pack, vec, n) -> str:
     c.compute_root().vectorize(j, vec)
     c.update().vectorize(j, vec)
     _vectorize(out, out.args()[0], vec)
-    pack.func.compute_inline()
-    for st in lowered.stages:
-        if st.kind == "materialized":
-            st.func.compute_inline()
-        elif st not in (mm, pack):
-            st.func.compute_root()
+    _read_b_in_place(lowered, mm, pack)
     return "\n".join([
         f"{c.name()}.update().split(k, ko, ki, {per}).rfactor(ko, t) -> part",
         f"part.compute_root().parallel(t); update().reorder(j, jb, i, ki, t).vectorize(j, {vec})",
@@ -740,8 +738,9 @@ def _apply_few_rows_ksplit(lowered, out, mm, pack, vec, n) -> str:
 def few_rows_mode(graph) -> str:
     """The Matmul template's ``few`` for a group (_apply_few_rows): "2" (K
     split per task) for one row with K >= 1024, a B past 3/4 of the L3, or
-    5 to KSPLIT_ROWS rows, else "1" (column panels; ignored past FEW_ROWS). x (M, K) @ W (K, N) float32, 2-core AVX-512
-    VM (Zen 4), medians of 7 interleaved calls, panels / K split (numpy):
+    5 to KSPLIT_ROWS rows, else "1" (column panels; ignored past
+    FEW_ROWS). x (M, K) @ W (K, N) float32, 2-core AVX-512 VM (Zen 4),
+    medians of 7 interleaved calls, panels / K split (numpy):
     M = 1: (1024, 4096) 0.24 / 0.21 (0.15), (4096, 1024) 0.36 / 0.22
     (0.24), (256, 8192) 0.076 / 0.16 (0.064); M = 2-4: panels ahead in
     the L3, (4096, 1024) 0.27-0.46 against 0.40-0.59 (numpy 1.12-1.14);
