@@ -244,3 +244,16 @@ def test_artifact_of_transposed_work(tmp_path):
     got = halojit.load(path)(x)
     assert_same(got, np.exp(x.T) + 1)
     assert got.flags.c_contiguous
+
+
+def test_a_long_transposed_chain_is_sunk_without_recursion():
+    """1500 steps of y = y * c + x.T: the rewrite walks the graph in order
+    (a recursive walk hit Python's recursion limit)."""
+    def fn(a, b):
+        y = a.T * np.float32(1.0001)
+        for _ in range(1500):
+            y = y * np.float32(0.999) + a.T
+        return y
+    _, after = _sunk(fn, seeded_array((6, 5)), seeded_array((5, 6)))
+    assert after.outputs[0].op == "transpose"
+    assert not any(n.op == "transpose" for n in after.nodes if n is not after.outputs[0])

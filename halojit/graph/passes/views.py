@@ -209,19 +209,13 @@ def sink_output_transposes(graph: Graph) -> Graph:
             return Node("transpose", (x,), {"perm": inv},
                         AbstractArray(shape, leaf.dtype, leaf.aval.weak), leaf.loc)
 
-        def build(m: Node) -> Node:
-            if m in env:
-                return env[m]
+        for m in graph.nodes:  # producers first (no recursion down long chains)
             if m in leaves:
-                r = moved(m)
-            else:
-                inputs = tuple(build(i) for i in m.inputs)
+                env[m] = moved(m)
+            elif m in cone:
                 shape = tuple(m.shape[a] for a in inv)
-                r = Node(m.op, inputs, m.params, AbstractArray(shape, m.dtype, m.aval.weak), m.loc)
-            env[m] = r
-            return r
-
-        base = build(o)
-        new_outputs[k] = Node("transpose", (base,), {"perm": tuple(perm)}, o.aval, o.loc)
+                env[m] = Node(m.op, tuple(env[i] for i in m.inputs), m.params,
+                              AbstractArray(shape, m.dtype, m.aval.weak), m.loc)
+        new_outputs[k] = Node("transpose", (env[o],), {"perm": tuple(perm)}, o.aval, o.loc)
         changed = True
     return make_graph(graph.inputs, new_outputs) if changed else graph
