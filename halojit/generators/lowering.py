@@ -97,8 +97,7 @@ class Stage:
 
 # Ops that recompute in one vector instruction (no float16 rounding), and how
 # many of them an inlined value may cost per element (see Stage.cheap).
-CHEAP_OPS = frozenset({"add", "subtract", "multiply", "negative", "positive", "broadcast_to",
-                       "copy"})
+CHEAP_OPS = frozenset({"add", "subtract", "multiply", "negative", "positive", "broadcast_to"})
 CHEAP_BUDGET = 2
 # Float ops whose Expr is a deep DAG (halide_ops._float_fmod's exact steps
 # reuse each step's result several times): always a Func of their own, so a
@@ -580,7 +579,7 @@ def lower_elementwise(node: Node, operands, fast_math: bool = False,
         (a,) = operands
         src = a.dtype
         return Lazy(shape, out_dt, lambda idx: H.cast(a.at(idx), src, out_dt))
-    if node.op == "copy":  # a returned value's layout promise (ops/elementwise.py)
+    if node.op == "copy":  # stripped before codegen (views.strip_copies); identity if not
         (a,) = operands
         return Lazy(shape, out_dt, a.at)
     if node.op == "bitcast":  # through the storage types (float16 computes in float32)
