@@ -15,6 +15,7 @@ import halide as hl
 
 from ..errors import HalojitError
 from ..graph.passes.flatten import merge_trailing
+from ..graph.passes.matmul import FEW_ROWS, MAX_CHUNK_BYTES
 from ..graph.ops.reduce import SCANS, SCATTERS, SORTING
 from .col_reduce import COL_REDUCE, apply_col_reduce, col_reduce_fits
 from .concat import CONCAT, apply_concat, concat_fits
@@ -476,15 +477,15 @@ SERIAL_MAX_FLOPS = 1 << 21
 # vectors and a broadcast A value, in AVX-512's 32 registers.
 MAX_BLOCK_ROWS = 14
 
-# Matmuls of at most this many rows (2 with 16 vector registers) read B in
-# place (_apply_few_rows). x (M, K) @ W (K, N) float32, W of 16 MiB (hot in
-# the L3 between calls), 2-core AVX-512 VM (Zen 4), medians of 7
-# interleaved calls, packed (few=0) -> in place (numpy): M = 1 1.4-2.1 ->
-# 0.21-0.22 ms (0.15-0.24), M = 2 1.1-2.0 -> 0.27 (1.1), M = 3 1.6-1.9 ->
-# 0.34-0.37 (1.1-1.2), M = 4 2.1-2.3 -> 0.46-0.81 (1.1-1.2); W of 64 MiB,
-# M = 1-4 9.7-10.8 -> 1.9-4.6 (1.3-5.5). At M = 8 and 12 packing won (3.5
-# against 4.0-6.9 in a noisier run).
-FEW_ROWS = 4
+# FEW_ROWS (passes.matmul, which keeps such matmuls whole): matmuls of at
+# most this many rows (2 with 16 vector registers) read B in place
+# (_apply_few_rows). x (M, K) @ W (K, N) float32, W of 16 MiB (hot in the
+# L3 between calls), 2-core AVX-512 VM (Zen 4), medians of 7 interleaved
+# calls, packed (few=0) -> in place (numpy): M = 1 1.4-2.1 -> 0.21-0.22 ms
+# (0.15-0.24), M = 2 1.1-2.0 -> 0.27 (1.1), M = 3 1.6-1.9 -> 0.34-0.37
+# (1.1-1.2), M = 4 2.1-2.3 -> 0.46-0.81 (1.1-1.2); W of 64 MiB, M = 1-4
+# 9.7-10.8 -> 1.9-4.6 (1.3-5.5). At M = 8 and 12 packing won (3.5 against
+# 4.0-6.9 in a noisier run).
 # ... and up to this many take the K split per task (few=2) by default: B
 # still read once, the rows' partial sums in L1/L2. Packed (few=0) -> K
 # split (numpy), same VM, medians of 7 interleaved: W (1024, 4096) M = 5
@@ -737,22 +738,28 @@ def _apply_few_rows_ksplit(lowered, out, mm, pack, vec) -> str:
 
 def few_rows_mode(graph) -> str:
     """The Matmul template's ``few`` for a group (_apply_few_rows): "2" (K
-    split per task) for one row with K >= 1024, a B past 3/4 of the L3, or
-    5 to KSPLIT_ROWS rows, else "1" (column panels; ignored past
-    FEW_ROWS). x (M, K) @ W (K, N) float32, 2-core AVX-512 VM (Zen 4),
+    split per task) for one row with K >= 1024, a K past MAX_CHUNK_BYTES, a
+    B past 3/4 of the L3, or 5 to KSPLIT_ROWS rows, else "1" (column
+    panels; ignored past FEW_ROWS). x (M, K) @ W (K, N) float32, 2-core AVX-512 VM (Zen 4),
     medians of 7 interleaved calls, panels / K split (numpy):
     M = 1: (1024, 4096) 0.24 / 0.21 (0.15), (4096, 1024) 0.36 / 0.22
     (0.24), (256, 8192) 0.076 / 0.16 (0.064); M = 2-4: panels ahead in
     the L3, (4096, 1024) 0.27-0.46 against 0.40-0.59 (numpy 1.12-1.14);
     W of 64 MiB (4096, 4096): M = 1 4.0 / 1.9 (1.27), M = 2 3.5 / 2.7
-    (5.5), M = 4 5.9 / 4.6 (5.4)."""
+    (5.5), M = 4 5.9 / 4.6 (5.4). A K past MAX_CHUNK_BYTES (which
+    passes.matmul no longer cuts into chunks at these row counts) takes the
+    K split too: (2, 8192) @ (8192, 512) 0.63 / 0.45 (1.36), (3, 16384) @
+    (16384, 256) 0.89 / 0.55 (1.26), (2, 32768) @ (32768, 128) 0.62 / 0.37
+    (1.43), (4, 8192) @ (8192, 1024) 3.4 / 2.9 (3.3)."""
     from ..config import l3_cache_bytes
     mm = next(n for n in graph.nodes if n.op == "matmul")
     a, b = mm.inputs
     k = a.shape[-1]
     rows = math.prod(a.shape[:-1])
+    long_k = k * b.dtype.itemsize > MAX_CHUNK_BYTES  # kept whole by split_long_matmuls
     if b.aval.ndim == 2 and (FEW_ROWS < rows <= KSPLIT_ROWS or rows <= FEW_ROWS and (
-            (rows == 1 and k >= 1024) or b.aval.size * b.dtype.itemsize >= 3 * l3_cache_bytes() // 4)):
+            (rows == 1 and k >= 1024) or long_k
+            or b.aval.size * b.dtype.itemsize >= 3 * l3_cache_bytes() // 4)):
         return "2"
     return "1"
 

@@ -223,6 +223,72 @@ def test_vector_matrix_large_is_a_column_sum_small_stays_matmul():
     assert not any("matmul" in ops for ops in ops_of(f, ub, xb))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_transposed_matrix_and_vector_read_the_matrix_by_rows(dtype):
+    """A.T @ v is v @ A and v @ A.T is A @ v: the product runs along A's
+    rows as they lie in memory. X.T @ r of a tall X is the one-row Matmul
+    template (K split per task, no packing), not a row sum striding down
+    X's columns; v @ A.T a row sum of A * v with no transpose."""
+    f = halojit.trace(lambda a, v: a.T @ v)
+    g = halojit.trace(lambda v, a: v @ a.T)
+    for shape in [(16384, 64), (4096, 300), (50, 30), (7, 1), (0, 5), (5, 0)]:
+        a = rand(shape, dtype, seed=40)
+        v, w = rand(shape[:1], dtype, seed=41), rand(shape[1:], dtype, seed=42)
+        got = f(a, v)
+        assert got.dtype == np.dtype(dtype) and got.shape == shape[1:]
+        assert_matmul_close(got, a.T @ v, shape[0])
+        assert_matmul_close(g(w, a), w @ a.T, shape[1])
+        if a.size:
+            assert not any("transpose" in ops for ops in ops_of(f, a, v) + ops_of(g, w, a))
+    a, v = rand((16384, 64), dtype, seed=43), rand((16384,), dtype, seed=44)
+    (grp,) = f.lower(a, v).groups
+    assert "matmul" in grp.ops and "K split" in grp.schedule
+    assert ops_of(g, rand((64,), dtype), a) == [["multiply", "sum"]]
+    # NaN and inf reach the right entries; a strided view; inputs untouched
+    a[3, 5], a[9, 7], v[11] = np.nan, np.inf, np.inf
+    before = a.copy()
+    with np.errstate(invalid="ignore"):
+        want = a.T @ v
+    got = f(a, v)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = np.isfinite(want)
+    assert_matmul_close(got[ok], want[ok], 16384)
+    np.testing.assert_array_equal(a, before)
+    assert_matmul_close(f(a[::2, ::2], v[::2]), a[::2, ::2].T @ v[::2], 8192)
+    # a logistic-regression gradient: the row sum, then X.T @ residual
+    def grad(x, w, y):
+        p = 1 / (1 + np.exp(-(x @ w)))
+        return x.T @ (p - y) / x.shape[0]
+    x, wt = rand((16384, 64), dtype, seed=45), rand((64,), dtype, seed=46) * 0.1
+    y = (rand((16384,), dtype, seed=47) > 0).astype(dtype)
+    h = halojit.trace(grad)
+    np.testing.assert_allclose(h(x, wt, y), grad(x, wt, y), rtol=1e-4, atol=1e-5)
+    assert not any("transpose" in ops for ops in ops_of(h, x, wt, y))
+
+
+@pytest.mark.parametrize("m,n,split", [(1, 256, False), (4, 96, False), (2, 200, True),
+                                       (5, 64, True)])
+def test_few_rows_of_long_k_stay_whole(m, n, split):
+    """At most FEW_ROWS rows with a width the template reads in place: no
+    chunks of K (the template splits K per task itself); more rows or a
+    ragged width: chunks, as larger matmuls."""
+    from halojit.graph.passes.matmul import FEW_ROWS, IN_PLACE_COLUMNS
+    assert (m <= FEW_ROWS and n % IN_PLACE_COLUMNS == 0) != split
+    a, b = rand((m, 8192), seed=48), rand((8192, n), seed=49)
+    a[0, 3] = np.nan
+    f = halojit.trace(lambda a, b: np.maximum(a @ b, 0))
+    with np.errstate(invalid="ignore"):
+        want = np.maximum(a @ b, 0)
+    got = f(a, b)
+    assert np.isnan(got[0]).all() and np.array_equal(np.isnan(got), np.isnan(want))
+    assert_matmul_close(got[1:], want[1:], 8192)
+    groups = f.lower(a, b).groups
+    if split:
+        assert groups[-1].ops[0] == "sum"
+    else:
+        assert len(groups) == 1 and "K split" in groups[0].schedule
+
+
 @pytest.mark.parametrize("spec,dts", [
     ("ij,j->j", (np.int8, np.int64)), ("ij,j->j", (np.float16, np.float64)),
     ("i,i,i->", (np.int16, np.int16, np.int32)), ("ij,jk,kl->il", (np.float16, np.float16, np.float32)),

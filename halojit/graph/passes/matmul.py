@@ -33,6 +33,23 @@ from .rewrite import rebuild
 MAX_CHUNK_BYTES = 16 << 10
 # below this many flops the matmul runs serially anyway (templates.SERIAL_MAX_FLOPS)
 MIN_FLOPS = 1 << 21
+# Matmuls of at most this many rows read B in place without packing it
+# (templates._apply_few_rows), and those with a long K split it per task
+# inside the kernel (few=2): they stay whole here. Split -> whole (numpy),
+# float32, 2-core Zen 4 VM, medians of 9 interleaved: (1, 100000) @
+# (100000, 64) 1.47 -> 0.64 ms (1.31), (1, 16384) @ (16384, 1024) 6.8 ->
+# 2.3 (2.4-3.0), (1, 65536) @ (65536, 256) 6.4 -> 2.0 (3.8-4.0), M = 2 of
+# (16384, 1024) 6.3 -> 4.2 (6.2), M = 4 of (8192, 4096) 13.4 -> 10.4
+# (11.5-14). At 5 rows the split won (6.6 against 7.3), at 12 by more
+# (4.3 against 7.2).
+FEW_ROWS = 4
+# ... when their width is a multiple of this: the template reads B in place
+# in whole column blocks only (templates.matmul_block: 32 float32 columns
+# with AVX-512, 16 with AVX2 or float64). A ragged width is packed, and a
+# packed K past the L2 is what the split is for: (1, 16384) @ (16384, 1000)
+# 7.0 split, 7.5 whole (numpy 2.7), (4, 8192) @ (8192, 300) 0.45 / 1.41
+# (0.53).
+IN_PLACE_COLUMNS = 32
 
 
 def chunk_count(m: int, k: int, n: int, itemsize: int) -> int:
@@ -48,8 +65,9 @@ def chunk_count(m: int, k: int, n: int, itemsize: int) -> int:
 
 
 def split_long_matmuls(graph: Graph) -> Graph:
-    """Every 2-D float32/float64 matmul whose K is too long for a packed
-    panel becomes a batched matmul over K chunks and a sum of the chunks."""
+    """Every 2-D float32/float64 matmul whose K is too long for a packed panel
+    becomes a batched matmul over K chunks and a sum of the chunks, unless
+    the template reads its B in place (FEW_ROWS, IN_PLACE_COLUMNS)."""
     def split(n: Node):
         if n.op != "matmul":
             return None
@@ -57,6 +75,8 @@ def split_long_matmuls(graph: Graph) -> Graph:
         if a.aval.ndim != 2 or b.aval.ndim != 2 or n.dtype.kind != "f" or n.dtype.itemsize < 4:
             return None
         (m, k), nn = a.shape, b.shape[1]
+        if m <= FEW_ROWS and nn % IN_PLACE_COLUMNS == 0:
+            return None
         chunks = chunk_count(m, k, nn, n.dtype.itemsize)
         if chunks == 1:
             return None
