@@ -1,7 +1,9 @@
 """Graph -> Graph passes and the pipeline for each opt_level, in order.
 
 Each pass keeps numpy's exact results: no rewrite may change a value, a
-dtype, a NaN or the sign of a zero.
+dtype, a NaN or the sign of a zero. One reorders float sums that numpy
+leaves to its BLAS: diagonal_of_products computes a product's diagonal as
+row-wise dot products.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import Callable
 
 from ..ir import Graph
 from ..verify import verify
+from .diagonal import diagonal_of_products
 from .rewrite import (eliminate_common_subexpressions, eliminate_dead_code, fold_constants,
                       simplify)
 from .select import select_sorted_positions
@@ -25,6 +28,7 @@ SIMPLIFY: tuple[tuple[str, Pass], ...] = (
     ("fold_constants", fold_constants),
     ("simplify", simplify),
     ("eliminate_common_subexpressions", eliminate_common_subexpressions),
+    ("diagonal_of_products", diagonal_of_products),
     ("push_slices", push_slices),
     ("select_sorted_positions", select_sorted_positions),
     ("simplify", simplify),
@@ -49,4 +53,4 @@ def optimize(graph: Graph, opt_level: int, check: bool = False,
 
 
 __all__ = ["optimize", "fold_constants", "simplify", "eliminate_common_subexpressions",
-           "eliminate_dead_code", "push_slices", "select_sorted_positions", "SIMPLIFY"]
+           "eliminate_dead_code", "diagonal_of_products", "push_slices", "select_sorted_positions", "SIMPLIFY"]
