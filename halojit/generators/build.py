@@ -19,7 +19,7 @@ from ..config import get_config
 from ..graph.fusion import Group, group_graph, group_key, partition
 from ..graph.ir import Graph, Node
 from ..graph.passes.flatten import flatten_col_reductions, flatten_full_reductions
-from ..graph.passes.matmul import expand_short_matmuls, split_long_matmuls
+from ..graph.passes.matmul import expand_short_matmuls, split_long_matmuls, split_ragged_columns
 from ..graph.passes.recompute import recompute_after_full_reductions
 from ..graph.passes.views import peel_output_views, sink_output_transposes, strip_copies
 from ..runtime.cache import halide_version, is_valid_so, kernel_dir, tuning_db_path
@@ -643,14 +643,15 @@ def _has_zero_size(graph: Graph) -> bool:
 def codegen_graph(graph: Graph, target) -> Graph:
     """The graph the Halide backend partitions and compiles for ``target``
     (an hl.Target): on CPUs, matmuls with a short K expanded into
-    elementwise products and sums and those with a long K cut into chunks
+    elementwise products and sums, those of a few rows and a ragged width
+    split into two column parts and those with a long K cut into chunks
     (passes/matmul.py), full reductions of a short last axis read through
     a 2-D reshape (passes/flatten.py) and cheap values read after a full
     reduction of them recomputed (passes/recompute.py). The executor and
     ``dump`` both start here."""
     if target.has_gpu_feature():
         return graph
-    graph = split_long_matmuls(expand_short_matmuls(graph))
+    graph = split_long_matmuls(split_ragged_columns(expand_short_matmuls(graph)))
     graph = flatten_col_reductions(flatten_full_reductions(graph))
     return recompute_after_full_reductions(graph)
 

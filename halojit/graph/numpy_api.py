@@ -2160,6 +2160,13 @@ VECMAT_MIN_ELEMENTS = 1 << 20
 # 0.56 -> 0.14 ms (0.19), (2048, 2048) 0.48 -> 0.13 (0.145), (1024, 4096)
 # 0.60 -> 0.34 (0.16), (4096, 4096) 3.0 -> 1.8 (1.6).
 VECMAT_MATMUL_COLUMNS = IN_PLACE_COLUMNS
+# ... or when it is at least this wide: passes.matmul.split_ragged_columns
+# then reads all but its last columns in place. Column sum -> matmul
+# (numpy), float32, medians of 9 interleaved, same VM: (4096, 1000) 0.50 ->
+# 0.29 ms (0.19), (2048, 1500) 0.29 -> 0.17 (0.14), (2048, 1000) 0.12 ->
+# 0.09 (0.07); at (4096, 800) equal (0.15-0.16), narrower the column sum
+# won: (8192, 400) 0.25 against 0.31, (16384, 100) 0.13 against 0.18.
+VECMAT_SPLIT_COLUMNS = 960
 
 
 def _vector_product(ctx, a, b, dtype, loc):
@@ -2185,7 +2192,8 @@ def _vector_product(ctx, a, b, dtype, loc):
         return acc
     if b.ndim == 1:  # x @ v and the dot product: a row reduction of x * v
         return reduction("sum", a * b, -1, False, dtype)
-    if b.size < VECMAT_MIN_ELEMENTS or (b.ndim == 2 and b.shape[-1] % VECMAT_MATMUL_COLUMNS == 0):
+    if b.size < VECMAT_MIN_ELEMENTS or (b.ndim == 2 and (
+            b.shape[-1] % VECMAT_MATMUL_COLUMNS == 0 or b.shape[-1] >= VECMAT_SPLIT_COLUMNS)):
         return None  # the Matmul template (one row: B read in place, K split per task)
     # u @ x of a ragged width: a column reduction of u[:, None] * x
     return reduction("sum", reshape(a, (-1, 1)) * b, -2, False, dtype)

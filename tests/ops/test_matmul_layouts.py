@@ -203,9 +203,14 @@ def test_matrix_vector_views_specials_and_mixed_dtypes():
 
 def test_vector_matrix_large_is_a_column_sum_small_stays_matmul():
     f = halojit.trace(lambda u, x: u @ x)
+    u, x = rand((1200,), seed=24), rand((1200, 900), seed=25)
+    assert_matmul_close(f(u, x), u @ x, 1200)
+    assert not any("matmul" in ops for ops in ops_of(f, u, x))
+    # a ragged width of at least VECMAT_SPLIT_COLUMNS: one row, the columns
+    # split into a part read in place and a tail (split_ragged_columns)
     u, x = rand((1024,), seed=24), rand((1024, 1030), seed=25)
     assert_matmul_close(f(u, x), u @ x, 1024)
-    assert not any("matmul" in ops for ops in ops_of(f, u, x))
+    assert sum("matmul" in ops for ops in ops_of(f, u, x)) == 2
     ub, xb = rand((600,), seed=26), rand((2, 600, 900), seed=27)
     assert_matmul_close(f(ub, xb), ub @ xb, 600)
     assert not any("matmul" in ops for ops in ops_of(f, ub, xb))
@@ -266,14 +271,15 @@ def test_transposed_matrix_and_vector_read_the_matrix_by_rows(dtype):
     assert not any("transpose" in ops for ops in ops_of(h, x, wt, y))
 
 
-@pytest.mark.parametrize("m,n,split", [(1, 256, False), (4, 96, False), (2, 200, True),
+@pytest.mark.parametrize("m,n,split", [(1, 256, False), (4, 96, False), (8, 200, True),
                                        (5, 64, True)])
 def test_few_rows_of_long_k_stay_whole(m, n, split):
     """At most FEW_ROWS rows with a width the template reads in place: no
-    chunks of K (the template splits K per task itself); more rows or a
-    ragged width: chunks, as larger matmuls."""
-    from halojit.graph.passes.matmul import FEW_ROWS, IN_PLACE_COLUMNS
-    assert (m <= FEW_ROWS and n % IN_PLACE_COLUMNS == 0) != split
+    chunks of K (the template splits K per task itself); more rows: chunks,
+    as larger matmuls, whatever the width (a ragged width of few rows:
+    test_few_rows_of_a_ragged_width_split_their_columns)."""
+    from halojit.graph.passes.matmul import FEW_ROWS
+    assert (m <= FEW_ROWS) != split
     a, b = rand((m, 8192), seed=48), rand((8192, n), seed=49)
     a[0, 3] = np.nan
     f = halojit.trace(lambda a, b: np.maximum(a @ b, 0))
@@ -287,6 +293,53 @@ def test_few_rows_of_long_k_stay_whole(m, n, split):
         assert groups[-1].ops[0] == "sum"
     else:
         assert len(groups) == 1 and "K split" in groups[0].schedule
+
+
+@pytest.mark.parametrize("m,n,dtype", [(1, 1000, "float32"), (3, 70, "float32"),
+                                       (2, 300, "float64"), (4, 33, "float32")])
+def test_few_rows_of_a_ragged_width_split_their_columns(m, n, dtype):
+    """x @ W with at most FEW_ROWS rows and a width that is not a multiple
+    of IN_PLACE_COLUMNS: the widest multiple read in place, the last
+    columns a second matmul, concatenated (passes.matmul.split_ragged_columns);
+    with its epilogue, NaN in the tail's columns, out= and views."""
+    from halojit.graph.passes.matmul import IN_PLACE_COLUMNS
+    k = 8192  # enough work for parallel tasks (MIN_FLOPS) at every width here
+    a, w, bias = rand((m, k), dtype, 60), rand((k, n), dtype, 61), rand((n,), dtype, 62)
+    w[5, n - 1] = np.nan  # a tail column
+    w[7, 0] = np.inf  # a main column
+    before = w.copy()
+
+    def fn(a, w, bias):
+        return np.tanh(a @ w * 0.01 + bias)
+
+    f = halojit.trace(fn)
+    with np.errstate(invalid="ignore"):
+        want = fn(a, w, bias)
+    got = f(a, w, bias)
+    assert got.dtype == np.dtype(dtype) and got.shape == (m, n)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(w, before)  # the input is never written
+    mms = [g for g in f.lower(a, w, bias).groups if "matmul" in g.ops]
+    assert len(mms) == 2 and all(g.ops.count("slice") == 1 for g in mms)
+    assert sum("B read in place" in g.schedule for g in mms) >= 1  # the main part
+    assert n % IN_PLACE_COLUMNS
+    out = np.empty((m, n), dtype)
+    assert f(a, w, bias, out=out) is out
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
+    # views: a strided W, rows picked from a wider x
+    wide = rand((m, 2 * k), dtype, 63)
+    ws = rand((k, 2 * n), dtype, 64)[:, ::2]
+    np.testing.assert_allclose(f(wide[:, ::2], ws, bias), fn(wide[:, ::2], ws, bias),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_ragged_width_of_more_rows_stays_one_matmul():
+    a, w = rand((5, 4096), seed=65), rand((4096, 1000), seed=66)
+    f = halojit.trace(lambda a, w: a @ w)
+    assert_matmul_close(f(a, w), a @ w, 4096)
+    assert sum("matmul" in g.ops for g in f.lower(a, w).groups) == 1
 
 
 @pytest.mark.parametrize("spec,dts", [

@@ -191,6 +191,12 @@ def fold_stacked_reduction(n: Node) -> Node | None:
 _FLOAT_POWER_UFUNC = {0.5: "sqrt", -1.0: "reciprocal", 1.0: "positive", 2.0: "square"}
 
 
+def new_node(op: str, inputs, loc, **params) -> Node:
+    """A node of ``op`` on ``inputs``, its aval inferred as tracing would."""
+    aval = REGISTRY[op].infer([i.aval for i in inputs], params, loc)
+    return Node(op, tuple(inputs), params, aval, loc)
+
+
 def _derived(n: Node, op: str, inputs, aval: AbstractArray, params=None) -> Node:
     """A node that a rewrite of ``n`` builds, at ``n``'s source location."""
     return Node(op, tuple(inputs), params or {}, aval, n.loc)
