@@ -38,7 +38,7 @@ TEMPLATES = {
     "Matmul": ({"tile_m": "8", "tile_n": "64", "vector": "16", "unroll_k": "1", "few": "1"},
                "GEMM: parallel panels of tile_n columns with B packed per panel, "
                "tile_m x 2-vector FMA accumulator blocks in registers, epilogue per block; "
-               "few=1: at most FEW_ROWS rows read B in place, a panel of column blocks "
+               "few=1: at most KSPLIT_ROWS rows read B in place, a panel of column blocks "
                "per task with every accumulator in registers; few=2: K split per task "
                "instead (rfactor), whole B rows streamed; few=0: packed as larger ones"),
     "Stencil": ({"rows": "32", "tile_x": "0", "vector": "32", "sliding": "1", "prefetch": "16"},
@@ -493,7 +493,15 @@ MAX_BLOCK_ROWS = 14
 # (1.84); W (4096, 1024) M = 5 2.84 -> 1.73 (1.84), M = 8 2.23 -> 1.84
 # (1.20); W (4096, 4096) M = 5 11.4 -> 4.5 (6.8), M = 8 11.3 -> 6.2
 # (5.7), M = 12 14.4 -> 8.4 (7.5). At M = 16 packing wins (3.1 against 7.2).
+# Column panels (few=1) beat both at these rows, with AVX-512, where B is
+# small enough: few_rows_mode.
 KSPLIT_ROWS = 12
+# Rows whose accumulators (2 vectors per column block, at most 24) leave
+# room for panels of 2 or more column blocks (_apply_few_rows).
+PANEL_ROWS = 6
+# Above PANEL_ROWS, panels of one block (128 bytes of each B row) read B
+# well up to this size; past it, packing wins (few_rows_mode).
+PANEL_B_BYTES = 8 << 20
 
 
 def apply_matmul(lowered, params) -> str:
@@ -554,7 +562,9 @@ def apply_matmul(lowered, params) -> str:
     # out-of-range blocks in a last partial panel). A tail block would read
     # B through the pack's clamped index: gathers.
     mode = int(params.get("few", "1"))
-    limit = KSPLIT_ROWS if mode == 2 else (FEW_ROWS if max_rows > 6 else 2)
+    if mode == 1 and max_rows <= 6 and FEW_ROWS < flat_rows <= KSPLIT_ROWS:
+        mode = 2  # 16 vector registers: too few for these rows' panel accumulators
+    limit = KSPLIT_ROWS if mode == 2 or max_rows > 6 else 2
     few = not serial and not batched_b and flat_rows <= limit and n % block == 0 and mode != 0
     fix_extents(lowered)
     if few and mode == 2:
@@ -674,8 +684,9 @@ def _read_b_in_place(lowered, mm, pack) -> None:
 
 
 def _apply_few_rows(lowered, out, mm, pack, block, vec, rows, n) -> str:
-    """A matmul of at most FEW_ROWS rows (x @ W at batch 1-4): B is read once whatever
-    the order, so packing it would only add a copy of B per call. Each
+    """A matmul of at most KSPLIT_ROWS rows (x @ W at batch 1-12; up to 2
+    with 16 vector registers): B is read at most a few times whatever the
+    order, so packing it would only add a copy of B per call. Each
     parallel task takes a panel of ``blocks`` column blocks and walks k
     once, the rows x panel accumulators in registers (at most 24 vectors),
     reading each B row's panel as contiguous vectors."""
@@ -737,11 +748,24 @@ def _apply_few_rows_ksplit(lowered, out, mm, pack, vec) -> str:
 
 
 def few_rows_mode(graph) -> str:
-    """The Matmul template's ``few`` for a group (_apply_few_rows): "2" (K
-    split per task) for one row with K >= 1024, a K past MAX_CHUNK_BYTES, a
-    B past 3/4 of the L3, or 5 to KSPLIT_ROWS rows, else "1" (column
-    panels; ignored past FEW_ROWS). x (M, K) @ W (K, N) float32, 2-core AVX-512 VM (Zen 4),
-    medians of 7 interleaved calls, panels / K split (numpy):
+    """The Matmul template's ``few`` for a group (_apply_few_rows). Up to
+    PANEL_ROWS rows: "2" (K split per task) for one row with K >= 1024, a
+    K past MAX_CHUNK_BYTES or a B past 3/4 of the L3, else "1" (column
+    panels). PANEL_ROWS + 1 to KSPLIT_ROWS rows: "1" for a B of at most
+    PANEL_B_BYTES, else "0" (packed). Float32, 2-core Zen 4 VM, medians of
+    7 interleaved calls in one run, panels / K split / packed (numpy), ms:
+
+    | B (K, N) | M = 5 | M = 8 | M = 12 |
+    |---|---|---|---|
+    | (1024, 1024) | 0.074 / 0.34 / 0.17 (0.34) | 0.13 / 0.59 / 0.19 (0.30) | 0.20 / 0.83 / 0.28 (0.42) |
+    | (2048, 1024) | 0.16 / 0.61 / 0.38 (0.65) | 0.36 / 1.21 / 0.72 (0.59) | 0.42 / 1.74 / 0.60 (0.78) |
+    | (2048, 2048) | 1.07 / 1.51 / 1.99 (1.52) | 2.64 / 2.37 / 1.94 (1.64) | 4.15 / 3.22 / 2.42 (2.17) |
+    | (4096, 1024) | 1.21 / 2.08 / 1.60 (1.46) | 2.86 / 2.69 / 2.15 (1.41) | 3.47 / 4.05 / 2.33 (1.99) |
+    | (4096, 4096) | 6.3 / 6.0 / 7.4 (7.2) | 12.2 / 7.9 / 7.8 (6.7) | 15.4 / 11.0 / 9.0 (8.0) |
+
+    (1024, 2048) and (1024, 4096) alike; M = 6 of (2048, 2048): 0.83 /
+    1.97 / 2.49 (1.77). Earlier, for 1-4 rows, same VM, medians of 7
+    interleaved calls, panels / K split (numpy):
     M = 1: (1024, 4096) 0.24 / 0.21 (0.15), (4096, 1024) 0.36 / 0.22
     (0.24), (256, 8192) 0.076 / 0.16 (0.064); M = 2-4: panels ahead in
     the L3, (4096, 1024) 0.27-0.46 against 0.40-0.59 (numpy 1.12-1.14);
@@ -757,9 +781,12 @@ def few_rows_mode(graph) -> str:
     k = a.shape[-1]
     rows = math.prod(a.shape[:-1])
     long_k = k * b.dtype.itemsize > MAX_CHUNK_BYTES  # kept whole by split_long_matmuls
-    if b.aval.ndim == 2 and (FEW_ROWS < rows <= KSPLIT_ROWS or rows <= FEW_ROWS and (
-            (rows == 1 and k >= 1024) or long_k
-            or b.aval.size * b.dtype.itemsize >= 3 * l3_cache_bytes() // 4)):
+    b_bytes = b.aval.size * b.dtype.itemsize
+    if b.aval.ndim != 2 or rows > KSPLIT_ROWS:
+        return "1"  # ignored: packed
+    if rows > PANEL_ROWS:
+        return "1" if b_bytes <= PANEL_B_BYTES else "0"
+    if (rows == 1 and k >= 1024) or long_k or b_bytes >= 3 * l3_cache_bytes() // 4:
         return "2"
     return "1"
 

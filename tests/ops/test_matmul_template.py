@@ -224,7 +224,7 @@ def test_comparison_epilogue_with_vectors_past_the_last_column(dtype, m, k, n, p
             np.testing.assert_array_equal(got, want)
 
 
-# -- few rows (x @ W at batch 1-4): B read in place ---------------------------------
+# -- few rows (x @ W at batch 1-12): B read in place -------------------------------
 FEW = [  # (a shape, n, dtype): above the serial threshold, n a multiple of the block
     ((1, 300), 4096, "float32"),
     ((2, 700), 1536, "float32"),
@@ -232,12 +232,16 @@ FEW = [  # (a shape, n, dtype): above the serial threshold, n a multiple of the 
     ((4, 512), 1024, "float32"),
     ((2, 2, 256), 1024, "float32"),   # batched rows: 4 in all
     ((2, 600), 1024, "float64"),
+    ((6, 333), 1024, "float32"),      # panels of two column blocks
+    ((8, 300), 1024, "float32"),      # panels of one block: 16 accumulators
+    ((3, 4, 200), 512, "float32"),    # 12 batched rows: 24 accumulators
+    ((12, 256), 512, "float64"),
 ]
 
 
 @pytest.mark.parametrize("a_shape,n,dtype", FEW, ids=lambda v: str(v))
 def test_few_rows_read_b_in_place(a_shape, n, dtype):
-    from halojit.schedules.templates import FEW_ROWS, SERIAL_MAX_FLOPS
+    from halojit.schedules.templates import KSPLIT_ROWS, SERIAL_MAX_FLOPS
     rng = np.random.default_rng(sum(a_shape) + n)
     k = a_shape[-1]
     a = rng.standard_normal(a_shape).astype(dtype)
@@ -246,7 +250,7 @@ def test_few_rows_read_b_in_place(a_shape, n, dtype):
     a[0, ..., 3] = np.nan  # NaN spreads along its row only
     w[5, 7] = np.inf
     keep = (a.copy(), w.copy())
-    assert 2 * a.size * n >= SERIAL_MAX_FLOPS and a.size // k <= FEW_ROWS
+    assert 2 * a.size * n >= SERIAL_MAX_FLOPS and a.size // k <= KSPLIT_ROWS
     fn = lambda a, w, b: np.maximum(a @ w + b, 0)  # noqa: E731
     f = halojit.trace(fn)
     (g,) = f.lower(a, w, b).groups
@@ -297,6 +301,24 @@ def test_few_rows_with_k_split_per_task(m, k, n, dtype):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     ok = np.isfinite(want)
     assert_matmul_close(got[ok] / 2, want[ok] / 2, k)
-    if m in (1, 9):  # the default for one long row and for 5-12 rows
+    if m == 1:  # the default for one long row
         (g,) = halojit.trace(lambda a, w: a @ w).lower(a, w).groups
         assert "few=2" in g.scheduler and "K split" in g.schedule
+
+
+def test_default_few_rows_modes():
+    """The defaults of templates.few_rows_mode: 7-12 rows read a B of at
+    most PANEL_B_BYTES in column panels and pack a larger one; up to
+    PANEL_ROWS rows read even a larger B in place."""
+    from halojit.schedules.templates import PANEL_B_BYTES
+    rng = np.random.default_rng(6)
+    small = rng.standard_normal((1024, 1024), dtype=np.float32)
+    large = rng.standard_normal((2048, 1088), dtype=np.float32)
+    assert small.nbytes <= PANEL_B_BYTES < large.nbytes
+    f = halojit.trace(lambda a, w: a @ w)
+    for rows, w, few, in_place in ((8, small, "1", True), (12, small, "1", True),
+                                   (8, large, "0", False), (6, large, "1", True)):
+        a = rng.standard_normal((rows, w.shape[0]), dtype=np.float32)
+        (g,) = f.lower(a, w).groups
+        assert f"few={few}" in g.scheduler and ("B read in place" in g.schedule) == in_place
+        assert_matmul_close(f(a, w), a @ w, w.shape[0])
