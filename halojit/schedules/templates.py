@@ -484,17 +484,17 @@ MAX_BLOCK_ROWS = 14
 # calls, packed (few=0) -> in place (numpy): M = 1 1.4-2.1 -> 0.21-0.22 ms
 # (0.15-0.24), M = 2 1.1-2.0 -> 0.27 (1.1), M = 3 1.6-1.9 -> 0.34-0.37
 # (1.1-1.2), M = 4 2.1-2.3 -> 0.46-0.81 (1.1-1.2); W of 64 MiB, M = 1-4
-# 9.7-10.8 -> 1.9-4.6 (1.3-5.5). At M = 8 and 12 packing won (3.5 against
-# 4.0-6.9 in a noisier run).
-# ... and up to this many take the K split per task (few=2) by default: B
-# still read once, the rows' partial sums in L1/L2. Packed (few=0) -> K
-# split (numpy), same VM, medians of 7 interleaved: W (1024, 4096) M = 5
+# 9.7-10.8 -> 1.9-4.6 (1.3-5.5).
+# KSPLIT_ROWS: the most rows that read B in place (either way: column
+# panels, few=1, or the K split per task, few=2, B still read once, the
+# rows' partial sums in L1/L2). Packed (few=0) -> K split (numpy), same VM,
+# medians of 7 interleaved: W (1024, 4096) M = 5
 # 2.06 -> 1.24 ms (1.58), M = 8 2.27 -> 2.09 (1.49), M = 12 3.15 -> 2.75
 # (1.84); W (4096, 1024) M = 5 2.84 -> 1.73 (1.84), M = 8 2.23 -> 1.84
 # (1.20); W (4096, 4096) M = 5 11.4 -> 4.5 (6.8), M = 8 11.3 -> 6.2
 # (5.7), M = 12 14.4 -> 8.4 (7.5). At M = 16 packing wins (3.1 against 7.2).
-# Column panels (few=1) beat both at these rows, with AVX-512, where B is
-# small enough: few_rows_mode.
+# Column panels beat both at 5-12 rows, with AVX-512, where B is small
+# enough (few_rows_mode).
 KSPLIT_ROWS = 12
 # Rows whose accumulators (2 vectors per column block, at most 24) leave
 # room for panels of 2 or more column blocks (_apply_few_rows).

@@ -67,7 +67,7 @@ def _rows(x: Node, start: int, length: int, axis: int, loc) -> Node:
     shape = list(x.shape)
     starts[axis], shape[axis] = start, length
     return new_node("slice", (x,), loc, starts=tuple(starts), shape=tuple(shape),
-                 steps=(1,) * x.aval.ndim)
+                    steps=(1,) * x.aval.ndim)
 
 
 def diagonal_of_products(graph: Graph) -> Graph:
