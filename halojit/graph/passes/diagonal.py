@@ -20,17 +20,7 @@ from ..ir import Graph, Node, make_graph
 from .rewrite import new_node
 
 
-def _users(graph: Graph) -> dict[Node, int]:
-    count: dict[Node, int] = {}
-    for n in graph.nodes:
-        for i in n.inputs:
-            count[i] = count.get(i, 0) + 1
-    for o in graph.outputs:
-        count[o] = count.get(o, 0) + 1
-    return count
-
-
-def _diagonal(sl: Node, users: dict) -> tuple[Node, int, int, int] | None:
+def _diagonal(sl: Node, users: dict, outputs: set) -> tuple[Node, int, int, int] | None:
     """(matmul, first row, first column, length) when ``sl`` picks a run of
     consecutive diagonal elements (np.diagonal's flattened slice with step
     m + 1) of a matmul nothing else reads, else None."""
@@ -38,7 +28,8 @@ def _diagonal(sl: Node, users: dict) -> tuple[Node, int, int, int] | None:
         return None
     flat = sl.inputs[0]
     mm = flat.inputs[0]
-    if mm.op != "matmul" or users.get(mm) != 1 or users.get(flat) != 1:
+    if mm.op != "matmul" or len(users[mm]) != 1 or len(users[flat]) != 1 \
+            or mm in outputs or flat in outputs:
         return None
     if mm.dtype.kind not in "iuf" or mm.aval.ndim < 2:
         return None
@@ -73,10 +64,12 @@ def _rows(x: Node, start: int, length: int, axis: int, loc) -> Node:
 def diagonal_of_products(graph: Graph) -> Graph:
     """Each diagonal read of an otherwise unused matmul becomes the sum over
     K of A's rows times B's matching columns."""
-    users = _users(graph)
-    found = {n: d for n in graph.nodes if (d := _diagonal(n, users)) is not None}
+    users, outputs = graph.users(), set(graph.outputs)
+    found = {n: d for n in graph.nodes if (d := _diagonal(n, users, outputs)) is not None}
     if not found:
         return graph
+    # rewrite.rebuild hands its callback the rebuilt node, which ``found``
+    # (keyed by the original) cannot look up: the same walk, by hand
     env: dict[Node, Node] = {}
 
     def rewrite(sl: Node) -> Node | None:
