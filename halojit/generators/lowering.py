@@ -8,6 +8,7 @@ numpy axes are reversed into Halide dimensions (numpy's last axis is x).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import halide as hl
@@ -164,8 +165,13 @@ class Lowerer:
                  strict_wrap: bool = False, fast_math: bool = False,
                  col_chunks: int | None = None, lanes: int = LANES, gpu: bool = False,
                  guard_inputs: bool = False, fast_trig: bool = False, pieces: bool = False,
-                 shift_rows: tuple[int, int, int] | None = None, share_exprs: bool = False):
+                 shift_rows: tuple[int, int, int] | None = None, share_exprs: bool = False,
+                 sort_radix: str = "auto", sort_chunks: int = 0):
         self.graph = graph
+        # the Sort template's "radix" (auto, 1 or 0: radix_sorts) and
+        # "chunks" (0: radix_chunks) parameters
+        self.sort_radix = sort_radix
+        self.sort_chunks = sort_chunks
         # the Stencil template schedules this group and streams its 2-D
         # output, whose rows are not whole 16-byte multiples: the output is
         # written by one update whose vector stores start at 16-byte
@@ -1138,6 +1144,8 @@ def lower_sort(lw: Lowerer, node: Node, operands) -> Lazy:
     axis, dt = node.params["axis"], node.dtype
     indices = node.op == "argsort"
     n = x.shape[axis]
+    if not lw.gpu and radix_sorts(x.shape, axis, lw.sort_radix):
+        return lower_radix_sort(lw, node, x)
     steps = sort_steps(n)
     if not steps:
         return Lazy(node.shape, node.dtype, lambda idx: hl.i64(0)) if indices else x
@@ -1193,6 +1201,187 @@ def lower_sort(lw: Lowerer, node: Node, operands) -> Lazy:
     return func_lazy(out, node.shape, dt)
 
 
+# A lone row (every other axis of extent 1) at least RADIX_MIN_ONE long, or
+# rows at least RADIX_MIN_ROWS long, sort by LSD radix (lower_radix_sort)
+# instead of the bitonic network, whose log2(n)**2 / 2 steps each compile to
+# a loop of their own: np.sort of 2**20 float32 took 14 s to compile and
+# 150 ms a call (numpy 41), the radix sort 1.5 s and 6.9 ms (2-core Zen 4
+# VM, medians of 7 interleaved). Network -> radix, float32, one process:
+# a lone row of 64 sorts in 1 -> 2 us, of 256 in 5 -> 3 us (argsort 8 ->
+# 3); rows sort faster from 4096 ((256, 4096) 6.2 -> 5.4 ms) but argsort
+# only from 16384 ((256, 4096) 12.2 -> 15.2 ms, (64, 16384) 22 -> 9.7).
+RADIX_MIN_ONE = 256
+RADIX_MIN_ROWS = 8192
+# bits of the key per radix pass (256 bins: every bin's write cursor stays
+# in L1); a lone row is cut into chunks of at least RADIX_CHUNK elements,
+# one per thread, that count and scatter in parallel
+RADIX_BITS = 8
+RADIX_CHUNK = 1 << 15
+
+
+def radix_sorts(shape, axis: int, mode: str = "auto") -> bool:
+    """Whether a sort along ``axis`` of ``shape`` takes lower_radix_sort:
+    by length (mode "auto"), always ("1") or never ("0"; the network)."""
+    n = shape[axis]
+    if not all(shape) or n < 2 or mode == "0":
+        return False
+    if mode == "1":
+        return True
+    lone = int(np.prod(shape)) == n
+    return n >= (RADIX_MIN_ONE if lone else RADIX_MIN_ROWS)
+
+
+def radix_chunks(shape, axis: int, chunks: int = 0) -> int:
+    """Chunks of a radix sort's row: ``chunks`` if given (the Sort
+    template's parameter), else one per thread for a long lone row;
+    always 1 where other axes hold rows (they sort in parallel instead)."""
+    n = shape[axis]
+    if int(np.prod(shape)) != n:
+        return 1
+    if chunks > 0:
+        return max(1, min(chunks, n))
+    threads = get_config().num_threads or os.cpu_count() or 1
+    return max(1, min(threads, n // RADIX_CHUNK))
+
+
+def _radix_key(v, dt, ut, stable_zero: bool):
+    """An unsigned key of type ``ut`` (at least v's width) whose unsigned
+    order is numpy's sort order of the values (_sort_key's, NaN last);
+    ``stable_zero`` keys -0.0 as +0.0 (argsort: equal values keep their
+    order)."""
+    t = v.type()
+    if dt.kind in "bu":
+        return hl.cast(ut, v)
+    bits = t.bits()
+    sign = hl.cast(hl.UInt(bits), 1) << hl.cast(hl.UInt(bits), bits - 1)
+    if t.is_float():
+        if stable_zero:
+            v = hl.select(v == 0, hl.cast(t, 0), v)
+        v = _sort_key(v, dt)
+    return hl.cast(ut, hl.reinterpret(hl.UInt(bits), v) ^ sign)
+
+
+def _radix_value(key, dt, t):
+    """The value of a _radix_key of a value of type ``t``."""
+    if dt.kind == "b":
+        return key != hl.cast(key.type(), 0)
+    if dt.kind == "u":
+        return hl.cast(t, key)
+    bits = t.bits()
+    sign = hl.cast(hl.UInt(bits), 1) << hl.cast(hl.UInt(bits), bits - 1)
+    k = hl.reinterpret(hl.Int(bits), hl.cast(hl.UInt(bits), key) ^ sign)
+    return _sort_value(k, dt, t) if t.is_float() else k
+
+
+@dataclass
+class RadixPlan:
+    """What the Sort template needs of a radix sort's ``radixnet`` Func:
+    per pass its four updates' RDoms (clear, count, cursor, scatter), the
+    chunks of the row and whether other axes hold rows."""
+    rdoms: list
+    chunks: int
+    rows: bool
+
+
+def lower_radix_sort(lw: Lowerer, node: Node, x) -> Lazy:
+    """np.sort / np.argsort along one axis by LSD radix sort of unsigned
+    keys (_radix_key), RADIX_BITS per pass, low digit first: each pass is
+    stable, so the last one leaves the keys sorted (and an argsort's equal
+    keys in their first order, numpy's kind="stable").
+
+    One Func ``radixnet`` holds, per row, two slots (a Var ``slot``) of
+    [counts | cursors | keys]: counts and cursors have a bin per digit per
+    chunk of the row (RADIX_CHUNK, one chunk per thread for a lone row,
+    else one chunk per row), the keys the row's n. Its pure definition puts
+    the keys in slot 0; pass q reads slot q % 2 and per chunk, with four
+    updates: clears the counts, counts the digits, sets each (digit, chunk)
+    cursor to the number of keys of lower digits or of the same digit in
+    earlier chunks (a serial scan over the bins), and scatters: for each
+    key in order, its key to the other slot at its cursor, then the cursor
+    up by one. The scatter is an update over an RDom of (2, n): its first
+    step writes the key, the second the cursor, at places read from the
+    Func itself (Halide has no update that writes two places). A chunk's
+    cursors and keys are its own, so chunks (or rows) run in parallel.
+    An argsort's Func is a Tuple of (key or count, position)."""
+    axis, dt = node.params["axis"], node.dtype
+    indices = node.op == "argsort"
+    shape, n = tuple(x.shape), x.shape[axis]
+    vs = lw.vars(len(shape))
+    others = [v for a, v in enumerate(vs) if a != axis]
+    rest = tuple(reversed(others))  # Halide order after (j, slot)
+    chunks = radix_chunks(shape, axis, lw.sort_chunks)
+    m = -(-n // chunks)
+    bins = 1 << RADIX_BITS
+    counts = chunks * bins
+    head = 2 * counts  # the keys start after the counts and the cursors
+    j, slot = hl.Var("rj"), hl.Var("slot")
+    src = [hl.clamp(j - head, 0, n - 1) if a == axis else v for a, v in enumerate(vs)]
+    v = x.at(src)
+    t = v.type()
+    bits = max(8, t.bits())
+    ut = hl.UInt(64 if bits == 64 else 32)
+    key = _radix_key(v, x.dtype, ut, indices)
+    net = hl.Func(lw.fresh("radixnet"))
+    zero = hl.cast(ut, 0)
+    first = (hl.Expr(slot) == 0) & (hl.Expr(j) >= head)
+    if indices:
+        net[(j, slot) + rest] = hl.Tuple([hl.select(first, key, zero),
+                                          hl.select(first, hl.cast(hl.Int(32), j - head), 0)])
+    else:
+        net[(j, slot) + rest] = hl.select(first, key, zero)
+
+    def at(pos, s):
+        e = net[(pos, s) + rest]
+        return (hl.Expr(e[0]), hl.Expr(e[1])) if indices else (hl.Expr(e), None)
+
+    def put(pos, s, k, i=None):
+        net[(pos, s) + rest] = hl.Tuple([k, i if i is not None else hl.i32(0)]) if indices else k
+
+    def key_at(r_elem, r_chunk, s):  # the chunk's element in slot s
+        i = r_chunk * m + r_elem
+        return at(head + (hl.min(i, n - 1) if chunks * m > n else i), s)
+
+    rdoms = []
+    for q in range(bits // RADIX_BITS):
+        a, b = q % 2, 1 - q % 2
+        clear = hl.RDom([hl.Range(0, counts)])
+        put(clear.x, a, zero)
+        count = hl.RDom([hl.Range(0, m), hl.Range(0, chunks)])
+        if chunks * m > n:
+            count.where(count.y * m + count.x < n)
+        d = count.y * bins + _key_digit(key_at(count.x, count.y, a)[0], q * RADIX_BITS,
+                                        RADIX_BITS)
+        put(d, a, at(d, a)[0] + hl.cast(ut, 1))
+        # cursors in (digit, chunk) order, each after the one before it
+        scan = hl.RDom([hl.Range(0, chunks), hl.Range(0, bins)])
+        c, dg = scan.x, scan.y
+        pc = hl.clamp(hl.select(c == 0, chunks - 1, c - 1), 0, chunks - 1)
+        pd = hl.clamp(hl.select(c == 0, dg - 1, dg), 0, bins - 1)
+        prev = pc * bins + pd
+        put(counts + c * bins + dg, a,
+            hl.select((c == 0) & (dg == 0), zero, at(counts + prev, a)[0] + at(prev, a)[0]))
+        sc = hl.RDom([hl.Range(0, 2), hl.Range(0, m), hl.Range(0, chunks)])
+        if chunks * m > n:
+            sc.where(sc.z * m + sc.y < n)
+        k, i = key_at(sc.y, sc.z, a)
+        cur = counts + sc.z * bins + _key_digit(k, q * RADIX_BITS, RADIX_BITS)
+        cursor = at(cur, a)[0]
+        dest = head + hl.clamp(hl.cast(hl.Int(32), cursor), 0, n - 1)
+        write = hl.Expr(sc.x) == 0
+        site = (hl.select(write, dest, cur), hl.select(write, b, a))
+        value = hl.select(write, k, cursor + hl.cast(ut, 1))
+        net[site + rest] = hl.Tuple([value, hl.select(write, i, 0)]) if indices else value
+        rdoms.append((clear, count, scan, sc))
+    final = bits // RADIX_BITS % 2
+    k, i = at(head + vs[axis], final)
+    out = hl.Func(lw.fresh("sorted"))
+    out[tuple(reversed(vs))] = hl.cast(hl.Int(64), i) if indices else _radix_value(k, dt, t)
+    net.bound(j, 0, head + n).bound(slot, 0, 2)
+    plan = RadixPlan(rdoms, chunks, int(np.prod(shape)) != n)
+    lw.stages.append(Stage("radixnet", net, shape, plan, axis=axis))
+    lw.stages.append(Stage("sorted", out, shape, axis=axis))
+    return func_lazy(out, node.shape, dt)
+
 # Bits of the key each radix selection pass resolves, high first: up to 12
 # in the first (4096 bins) for long rows, 8 (256) for rows of a few
 # thousand, whose per-row work over the bins (their sums, the digit's
@@ -1223,7 +1412,7 @@ def _key_digit(key, shift: int, bits: int):
     uint8 pieces: Halide bounds a uint8 (and a uint8 masked), so the
     histogram it indexes has a known size; through a mask, a clamp or
     unsafe_promise_clamped of the uint32 it found the index unbounded."""
-    key = hl.Expr(key)
+    key = key if isinstance(key, hl.Expr) else hl.Expr(key)
     ut, u8 = key.type(), hl.UInt(8)
 
     def byte(at, keep):
@@ -1928,6 +2117,11 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
     if 0 in streamed:
         shift = shifted_rows(graph, spec)
 
+    radix, sort_chunks = "auto", 0
+    if spec is not None and spec.name == "Sort":
+        from ..schedules.sort import radix_params
+        radix, sort_chunks = radix_params(dict(spec.params))
+
     share = False
     if spec is not None and spec.name == "Elementwise" and not gpu:
         from ..schedules.templates import stacked_columns
@@ -1936,7 +2130,7 @@ def lower_group(graph: Graph, name: str, spec=None, target=None,
     def lower(fast_trig):
         lw = Lowerer(graph, name, block, wrap, fast_math, col_chunks, lanes, gpu=gpu,
                      guard_inputs=guard, fast_trig=fast_trig, pieces=pieces, shift_rows=shift,
-                     share_exprs=share)
+                     share_exprs=share, sort_radix=radix, sort_chunks=sort_chunks)
         return lw, lw.lower()
     lw, (pipeline, params, outputs) = lower(fast_trig)
     if fast_trig and autoschedules(spec) and any(

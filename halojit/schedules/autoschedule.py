@@ -76,6 +76,9 @@ def make_spec(name: str, params: dict | None = None) -> ScheduleSpec:
         if unknown:
             raise HalojitError(f"template {name}: unknown parameter(s) {unknown}; valid keys "
                                f"are {sorted(allowed)}.")
+        if name == "Sort":  # values that choose the algorithm: checked here, not at compile
+            from .sort import radix_params
+            radix_params(params)
         return ScheduleSpec(name, tuple(sorted(params.items())))
     if name not in SCHEDULERS:
         raise HalojitError(

@@ -42,7 +42,7 @@ TEMPLATE_GRIDS = {
     "Transpose": (transpose_fits, {"tile": (64, 32, 128), "block": (8, 4, 16)}),
     "Concat": (concat_fits, {"vector": (64, 32, 128, 16), "task_kib": (1024, 256, 4096)}),
     "Sort": (sort_fits, {"vector": (16, 8, 32), "tile_kib": (64, 16, 256),
-                         "unroll": (32, 16, 64), "parallel": (1, 0)}),
+                         "unroll": (32, 16, 64), "parallel": (1, 0), "chunks": (0, 1, 4)}),
     "Scatter": (scatter_fits, {"vector": (16, 8, 32), "parallel": (1, 0)}),
     "Select": (select_fits, {"vector": (16, 8, 32), "parallel": (1, 0)}),
 }

@@ -3,6 +3,11 @@
 a percentile, a top-k pick, a median filter over a stack of shifted
 slices).
 
+A long axis sorts by radix passes (lowering.lower_radix_sort, scheduled by
+``_radix``): its one Func at root, parallel over rows or over the chunks of
+a lone row. The rest of this docstring is about the bitonic network of
+shorter axes.
+
 The sorted values are computed at root in parallel tasks of ``tile``
 lanes: the last axis of the sort's shape other than the sorted one. Per
 task, the network (both slots) sits in one buffer of tile x n x 2 keys,
@@ -23,10 +28,25 @@ import halide as hl
 
 from ..errors import HalojitError
 
-SORT = ({"vector": "16", "tile_kib": "64", "unroll": "32", "parallel": "1"},
-        "sorts along one axis (np.sort, argsort, median, percentile): tasks of lanes along "
-        "another axis, each a bitonic network over a tile_kib KiB buffer, vector lanes "
-        "wide, unrolled up to unroll elements; parallel=0 runs one task at a time")
+SORT = ({"vector": "16", "tile_kib": "64", "unroll": "32", "parallel": "1", "radix": "auto",
+         "chunks": "0"},
+        "sorts along one axis (np.sort, argsort, median, percentile): long axes by LSD "
+        "radix passes (radix=auto: a lone row of 256 or more, rows of 8192 or more; 1 "
+        "always, 0 never), a lone row in chunks (0: one per thread) counted and scattered "
+        "in parallel; other axes by tasks of lanes along another axis, each a bitonic "
+        "network over a tile_kib KiB buffer, vector lanes wide, unrolled up to unroll "
+        "elements; parallel=0 runs one task at a time")
+
+
+def radix_params(params) -> tuple[str, int]:
+    """The (radix, chunks) parameters of a Sort spec, checked."""
+    radix, chunks = params.get("radix", "auto"), params.get("chunks", "0")
+    if radix not in ("auto", "0", "1"):
+        raise HalojitError(f"Sort: radix must be auto, 0 or 1, got {radix!r}")
+    if not chunks.isdigit():
+        raise HalojitError(f"Sort: chunks must be a whole number (0: one per thread), "
+                           f"got {chunks!r}")
+    return radix, int(chunks)
 
 # keys (elements x network) per parallel task, at least
 PARALLEL_KEYS = 1 << 15
@@ -157,18 +177,23 @@ def apply_sort(lowered, params) -> str:
     vector = _int(params, "vector")
     parallel = params.get("parallel", "1") != "0"
     fix_extents(lowered)
-    stages = {st.kind: st for st in lowered.stages if st.kind in ("sortnet", "sorted")}
-    if len(stages) != 2:
+    kinds = ("sortnet", "radixnet", "sorted")
+    stages = {st.kind: st for st in lowered.stages if st.kind in kinds}
+    if len(stages) != 2 or "sorted" not in stages:
         raise HalojitError("Sort does not apply to this group")
-    net, srt = stages["sortnet"], stages["sorted"]
+    srt = stages["sorted"]
     shape, axis = srt.shape, srt.axis
-    f, g = net.func, srt.func
-    steps = [(k, r.x) for k, r in enumerate(net.rdom)]
     lines = []
     for st in lowered.stages:
-        if st.kind not in ("sortnet", "sorted"):
+        if st.kind not in kinds:
             st.func.compute_inline()
             lines.append(f"{st.func.name()}.compute_inline()")
+    if "radixnet" in stages:
+        lines += _radix(stages["radixnet"], srt, vector, parallel)
+        return _outputs(lowered, vector, parallel, lines)
+    net = stages["sortnet"]
+    f, g = net.func, srt.func
+    steps = [(k, r.x) for k, r in enumerate(net.rdom)]
     lanes = next((a for a in reversed(range(len(shape))) if a != axis and shape[a] > 1), None)
     if lanes is None:
         ax = len(shape) - 1 - axis
@@ -176,12 +201,59 @@ def apply_sort(lowered, params) -> str:
                               parallel))
     else:
         lines += _tiles(f, g, shape, axis, lanes, steps, params, parallel)
+    return _outputs(lowered, vector, parallel, lines)
+
+
+def _radix(net, srt, vector: int, parallel: bool) -> list[str]:
+    """A radix sort (lowering.lower_radix_sort): its Func at root, keys
+    written in vectors, parallel over rows or over the chunks of a lone
+    row (whose counts, cursors and keys are their own: the races Halide
+    cannot rule out in a scatter do not happen), the scatter's two steps
+    per key unrolled. The sorted values inline into the outputs."""
+    from .templates import _vectorize, fuse_loops
+    f, plan = net.func, net.rdom
+    srt.func.compute_inline()
+    f.compute_root()
+    args = f.args()  # Halide order: the key's place, the slot, then the rows
+    row, inner = None, args[0]
+    if parallel and plan.rows:
+        row = fuse_loops(f, args[2], list(args[3:]), "row")
+        f.parallel(row)
+    elif parallel:
+        jo, inner = hl.Var("jo"), hl.Var("ji")
+        f.split(args[0], jo, inner, PARALLEL_KEYS, hl.TailStrategy.GuardWithIf).parallel(jo)
+    _vectorize(f, inner, vector)
+    for p, (clear, count, scan, scatter) in enumerate(plan.rdoms):
+        ups = [f.update(4 * p + k) for k in range(4)]
+        ups[0].vectorize(clear.x, vector)
+        ups[3].unroll(scatter.x)
+        if row is not None:
+            for u in ups:
+                u.parallel(fuse_loops(u, args[2], list(args[3:]), "row"))
+        elif parallel and plan.chunks > 1:
+            ups[1].allow_race_conditions().parallel(count.y)
+            ups[3].allow_race_conditions().parallel(scatter.z)
+    how = "rows" if row is not None else f"{plan.chunks} chunks" if parallel else "serial"
+    return [f"{srt.func.name()}.compute_inline()",
+            f"{f.name()}.compute_root()  # radix sort, {len(plan.rdoms)} passes, "
+            f"parallel over {how}"]
+
+
+def _outputs(lowered, vector: int, parallel: bool, lines: list[str]) -> str:
+    """The group's outputs vectorized along rows, in parallel rows."""
+    from .templates import _vectorize, fuse_loops
     for out, node in zip(lowered.outputs, lowered.graph.outputs):
         oargs = out.args()
         if not oargs:
             continue
+        inner = oargs[0]
+        if parallel and len(oargs) == 1 and node.shape[0] >= 2 * PARALLEL_KEYS:
+            # a long 1-D output (a lone row's sort) in parallel chunks
+            inner = hl.Var(f"{inner.name()}_in")
+            out.split(oargs[0], hl.Var(f"{inner.name()}_task"), inner, PARALLEL_KEYS,
+                      hl.TailStrategy.GuardWithIf).parallel(hl.Var(f"{inner.name()}_task"))
         if node.shape[-1] >= 8:
-            _vectorize(out, oargs[0], min(vector, _floor_pow2(node.shape[-1])))
+            _vectorize(out, inner, min(vector, _floor_pow2(node.shape[-1])))
         if parallel and len(oargs) > 1:
             out.parallel(fuse_loops(out, oargs[1], list(oargs[2:]), "row"))
         lines.append(f"{out.name()}: vectorized rows{', parallel' if parallel else ''}")

@@ -118,11 +118,14 @@ def test_sort_3d_axes_views_and_methods():
 
 
 def test_sort_one_row_paths():
-    """1-D sorts (no other axis to vectorize across): short, long and long
-    enough that every step runs in parallel chunks."""
+    """1-D sorts (no other axis to vectorize across) through the network:
+    short, long and long enough that every step runs in parallel chunks
+    (long ones take radix passes by default: test_radix_sort.py)."""
     for n in (7, 1000, 70000):
         x = data((n,), "float32")
-        assert_exact(halojit.trace(np.sort)(x), np.sort(x))
+        f = halojit.trace(np.sort, autoscheduler=("Sort", {"radix": "0"}))
+        assert_exact(f(x), np.sort(x))
+        assert "radix sort" not in f.lower(x).groups[0].schedule
     x = data((1, 300), "int32")
     assert_exact(halojit.trace(lambda x: np.sort(x, axis=1))(x), np.sort(x, axis=1))
 
