@@ -1277,10 +1277,18 @@ def _radix_value(key, dt, t):
 class RadixPlan:
     """What the Sort template needs of a radix sort's ``radixnet`` Func:
     per pass its four updates' RDoms (clear, count, cursor, scatter), the
-    chunks of the row and whether other axes hold rows."""
+    chunks of the row and whether other axes hold rows; the Funcs of the
+    keys' span (and its RDom) and of the passes that move keys."""
     rdoms: list
     chunks: int
     rows: bool
+    span: object = None
+    span_rdom: object = None
+    passes: object = None
+
+
+# lanes of the min and max over a row's keys (radixspan)
+SPAN_LANES = 16
 
 
 def lower_radix_sort(lw: Lowerer, node: Node, x) -> Lazy:
@@ -1302,7 +1310,14 @@ def lower_radix_sort(lw: Lowerer, node: Node, x) -> Lazy:
     step writes the key, the second the cursor, at places read from the
     Func itself (Halide has no update that writes two places). A chunk's
     cursors and keys are its own, so chunks (or rows) run in parallel.
-    An argsort's Func is a Tuple of (key or count, position)."""
+    An argsort's Func is a Tuple of (key or count, position).
+
+    Passes whose digit every key of the row shares are skipped: they would
+    leave the order as it is. Those are the high digits above the highest
+    bit in which the row's least and greatest keys differ (``radixspan``,
+    a vectorized min and max per lane and chunk, and ``radixpasses``): an
+    int64 row of values below 1000 takes 2 passes, not 8. The sorted keys
+    are then in slot (passes % 2)."""
     axis, dt = node.params["axis"], node.dtype
     indices = node.op == "argsort"
     shape, n = tuple(x.shape), x.shape[axis]
@@ -1341,12 +1356,35 @@ def lower_radix_sort(lw: Lowerer, node: Node, x) -> Lazy:
         i = r_chunk * m + r_elem
         return at(head + (hl.min(i, n - 1) if chunks * m > n else i), s)
 
+    # the least and greatest key per lane of SPAN_LANES and chunk, read from
+    # the input (each chunk's last vector may read past it: the same row)
+    lane, ch = hl.Var("lane"), hl.Var("chunk")
+    span = hl.Func(lw.fresh("radixspan"))
+    span[(lane, ch) + rest] = hl.Tuple([hl.cast(ut, ut.max()), zero])
+    rspan = hl.RDom([hl.Range(0, -(-m // SPAN_LANES))])
+    at_in = [hl.min(ch * m + rspan.x * SPAN_LANES + lane, n - 1) if a == axis else w
+             for a, w in enumerate(vs)]
+    kin = _radix_key(x.at(at_in), x.dtype, ut, indices)
+    old = span[(lane, ch) + rest]
+    span[(lane, ch) + rest] = hl.Tuple([hl.min(hl.Expr(old[0]), kin),
+                                        hl.max(hl.Expr(old[1]), kin)])
+    span.bound(lane, 0, SPAN_LANES).bound(ch, 0, chunks)
+    rall = hl.RDom([hl.Range(0, SPAN_LANES), hl.Range(0, chunks)])
+    lo = hl.minimum(hl.Expr(span[(rall.x, rall.y) + rest][0]))
+    hi = hl.maximum(hl.Expr(span[(rall.x, rall.y) + rest][1]))
+    # the passes that move keys: the digits up to the highest differing bit
+    passes = hl.Func(lw.fresh("radixpasses"))
+    passes[rest] = (hl.i32(ut.bits() + RADIX_BITS - 1)
+                    - hl.cast(hl.Int(32), hl.count_leading_zeros(lo ^ hi))) / RADIX_BITS
+    moves = passes[rest]
+
     rdoms = []
     for q in range(bits // RADIX_BITS):
         a, b = q % 2, 1 - q % 2
         clear = hl.RDom([hl.Range(0, counts)])
         put(clear.x, a, zero)
         count = hl.RDom([hl.Range(0, m), hl.Range(0, chunks)])
+        count.where(moves > q)
         if chunks * m > n:
             count.where(count.y * m + count.x < n)
         d = count.y * bins + _key_digit(key_at(count.x, count.y, a)[0], q * RADIX_BITS,
@@ -1361,6 +1399,7 @@ def lower_radix_sort(lw: Lowerer, node: Node, x) -> Lazy:
         put(counts + c * bins + dg, a,
             hl.select((c == 0) & (dg == 0), zero, at(counts + prev, a)[0] + at(prev, a)[0]))
         sc = hl.RDom([hl.Range(0, 2), hl.Range(0, m), hl.Range(0, chunks)])
+        sc.where(moves > q)
         if chunks * m > n:
             sc.where(sc.z * m + sc.y < n)
         k, i = key_at(sc.y, sc.z, a)
@@ -1372,15 +1411,15 @@ def lower_radix_sort(lw: Lowerer, node: Node, x) -> Lazy:
         value = hl.select(write, k, cursor + hl.cast(ut, 1))
         net[site + rest] = hl.Tuple([value, hl.select(write, i, 0)]) if indices else value
         rdoms.append((clear, count, scan, sc))
-    final = bits // RADIX_BITS % 2
-    k, i = at(head + vs[axis], final)
+    k, i = at(head + vs[axis], moves & 1)
     out = hl.Func(lw.fresh("sorted"))
     out[tuple(reversed(vs))] = hl.cast(hl.Int(64), i) if indices else _radix_value(k, dt, t)
     net.bound(j, 0, head + n).bound(slot, 0, 2)
-    plan = RadixPlan(rdoms, chunks, int(np.prod(shape)) != n)
+    plan = RadixPlan(rdoms, chunks, int(np.prod(shape)) != n, span, rspan, passes)
     lw.stages.append(Stage("radixnet", net, shape, plan, axis=axis))
     lw.stages.append(Stage("sorted", out, shape, axis=axis))
     return func_lazy(out, node.shape, dt)
+
 
 # Bits of the key each radix selection pass resolves, high first: up to 12
 # in the first (4096 bins) for long rows, 8 (256) for rows of a few

@@ -173,7 +173,7 @@ def _tiles(f, g, shape, axis, lanes, steps, params, parallel) -> list[str]:
 
 
 def apply_sort(lowered, params) -> str:
-    from .templates import _int, _vectorize, fix_extents, fuse_loops
+    from .templates import _int, fix_extents
     vector = _int(params, "vector")
     parallel = params.get("parallel", "1") != "0"
     fix_extents(lowered)
@@ -213,6 +213,15 @@ def _radix(net, srt, vector: int, parallel: bool) -> list[str]:
     from .templates import _vectorize, fuse_loops
     f, plan = net.func, net.rdom
     srt.func.compute_inline()
+    # the keys' span: lanes in one vector, chunks (or rows) in parallel
+    span, passes = plan.span, plan.passes
+    span.compute_root()
+    su = span.update(0)
+    sargs = span.args()  # lane, chunk, rows
+    su.vectorize(sargs[0])
+    if parallel and (plan.rows or plan.chunks > 1):
+        su.parallel(fuse_loops(su, sargs[1], list(sargs[2:]), "spanrow"))
+    passes.compute_root()
     f.compute_root()
     args = f.args()  # Halide order: the key's place, the slot, then the rows
     row, inner = None, args[0]

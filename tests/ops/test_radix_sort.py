@@ -88,6 +88,26 @@ def test_argsort_ties_keep_their_order():
                  y.argsort(kind="stable"))
 
 
+def test_rows_that_skip_passes():
+    """Passes over digits every key of a row shares are skipped, per row:
+    a row of one value (no pass), small ranges (the low digits), the full
+    range (every pass) and small values of both signs (every pass: the
+    sign bit differs)."""
+    rows = np.stack([np.full(9000, 7), RNG.integers(0, 1000, 9000),
+                     RNG.integers(-2**62, 2**62, 9000), RNG.integers(-3, 4, 9000),
+                     RNG.integers(2**40, 2**40 + 300, 9000)]).astype(np.int64)
+    fn = lambda x: (np.sort(x, axis=1), np.argsort(x, axis=1, kind="stable"))  # noqa: E731
+    f = halojit.trace(fn)
+    for got, want in zip(f(rows), fn(rows)):
+        assert_exact(got, want)
+    g = halojit.trace(lambda x: (np.sort(x), np.argsort(x, kind="stable")))
+    for x in (np.full(70001, 2.5, np.float32), RNG.random(70001).astype(np.float32),
+              RNG.integers(0, 50, 3000).astype(np.uint16), np.zeros(300, bool),
+              np.array([-0.0, 0.0] * 200, np.float64)):
+        for got, want in zip(g(x), (np.sort(x), np.argsort(x, kind="stable"))):
+            assert_exact(got, want)
+
+
 @pytest.mark.parametrize("shape,axis", [((3, 9000), 1), ((9000, 3), 0), ((2, 8200, 3), 1),
                                         ((1, 1, 5000), 2)])
 @pytest.mark.parametrize("dtype", ["float32", "int64", "uint16"])
