@@ -213,6 +213,13 @@ def partition(graph: Graph, max_inputs: int = MAX_INPUTS, siblings: bool = True)
                 # matmul's scores) would pull the reduction into the matmul's
                 # group, which then fits no template
                 continue
+            if len(subset) > 1 and any(g.kind == "linalg" for g in subset) and any(
+                    h in anc[g] for g in subset for h in subset if h.kind == "linalg"):
+                # a group that reads the matmul's result elsewhere than the
+                # epilogue's own element (np.corrcoef's diagonal) would join
+                # it too: no template fits that either (Adams2019 took 0.66
+                # ms for (64, 1024) float64, the split groups 0.21)
+                continue
             loops = n_along[0] + sum(along[g][0] for g in subset)
             if loops > 1 and (n_along[1] or any(along[g][1] for g in subset)):
                 continue  # a sort or scatter beside another axis loop: no template fits

@@ -473,6 +473,9 @@ def matmul_block(params, itemsize: int = 4, natural_f32: int = 16) -> int:
 # about 5-10 us, a core does ~100 GFLOP/s).
 SERIAL_MAX_FLOPS = 1 << 21
 
+# Rows of B (of K) per unrolled step of a pack computed once at the root
+PACK_ROWS = 8
+
 # Largest register block: rows x 2 vectors of accumulators, plus the 2 B
 # vectors and a broadcast A value, in AVX-512's 32 registers.
 MAX_BLOCK_ROWS = 14
@@ -646,8 +649,17 @@ def apply_matmul(lowered, params) -> str:
     if uk > 1:
         upd.unroll(r.x, uk, guard)
     pj = pack.func.args()[0]
+    # row chunks of the same panels, B read through a transpose: packed per
+    # task, each chunk gathered its columns again
+    shared_pack = (chunks > 1 and not batch and not serial and not direct
+                   and node.inputs[1].op == "transpose")
     if direct:
         pack.func.compute_inline()
+    elif shared_pack:  # once, in parallel blocks of PACK_ROWS rows of K
+        pk, pjb = pack.func.args()[1:3]
+        ko, ki, t = hl.Var("ko"), hl.Var("ki"), hl.Var("ptask")
+        pack.func.compute_root().split(pk, ko, ki, PACK_ROWS, guard).reorder(pj, ki, ko, pjb)
+        pack.func.fuse(ko, pjb, t).parallel(t).vectorize(pj, vec).unroll(pj).unroll(ki)
     else:
         pack.func.compute_at(out, anchor).vectorize(pj, vec).unroll(pj)
     for st in lowered.stages:
@@ -668,6 +680,9 @@ def apply_matmul(lowered, params) -> str:
               f"{c.name()}.update().reorder(j, i, k).vectorize(j, {vec}).unroll(j).unroll(i)"
               + (f".unroll(k, {uk})" if uk > 1 else ""),
               f"{pack.func.name()}.compute_inline()" if direct else
+              f"{pack.func.name()}.compute_root().split(k, ko, ki, {PACK_ROWS})"
+              f".fuse(ko, jb, t).parallel(t).vectorize(j, {vec}).unroll(ki)  # once for "
+              f"{chunks} row chunks" if shared_pack else
               f"{pack.func.name()}.compute_at({out.name()}, {anchor.name()}).vectorize(j, {vec})"]
     return "\n".join(lines)
 

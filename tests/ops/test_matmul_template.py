@@ -39,6 +39,51 @@ def test_transposed_and_strided_operands():
     assert_matmul_close(g(a2, b2), a2 @ b2, 96)
 
 
+@pytest.mark.parametrize("m,k,n", [(64, 1024, 64), (1000, 300, 100), (300, 201, 40)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_transposed_b_packed_once_for_row_chunks(m, k, n, dtype):
+    """Few panels of a B read through a transpose: the row chunks share one
+    pack at the root instead of gathering B's columns each (ragged row
+    blocks and column blocks, NaN and inf carried, an epilogue)."""
+    rng = np.random.default_rng(m + n)
+    x = rng.standard_normal((m, k)).astype(dtype)
+    w = rng.standard_normal((n, k)).astype(dtype)
+    x[3, 5], w[n - 1, 7] = np.nan, np.inf
+    fn = lambda x, w: x @ w.T * 2  # noqa: E731
+    f = halojit.trace(fn)
+    (g,) = f.lower(x, w).groups
+    assert "once for" in g.schedule, g.schedule
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = fn(x, w)
+    got = f(x, w)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    ok = np.isfinite(want)
+    assert np.array_equal(got[~ok & ~np.isnan(want)], want[~ok & ~np.isnan(want)])
+    assert_matmul_close(got[ok], want[ok], k)
+    # a B read as it is keeps its pack per task
+    y = np.ascontiguousarray(w.T)
+    assert "once for" not in halojit.trace(lambda x, y: x @ y).lower(x, y).groups[0].schedule
+
+
+def test_correlation_keeps_the_template():
+    """np.corrcoef divides the product by its own diagonal: that epilogue
+    reads the product elsewhere, so it runs after it and the product keeps
+    the Matmul template."""
+    x = np.random.default_rng(9).standard_normal((64, 1024)).astype(np.float32)
+    x[5, 7] = np.nan
+    f = halojit.trace(np.corrcoef)
+    groups = f.lower(x).groups
+    assert any(g.scheduler.startswith("Matmul") and "matmul" in g.ops and "sqrt" not in g.ops
+               for g in groups), [(g.scheduler, g.ops) for g in groups]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.corrcoef(x)
+    np.testing.assert_allclose(f(x), want, rtol=1e-9, atol=1e-12)
+    y = x[:10, :50].T
+    np.testing.assert_allclose(halojit.trace(np.cov)(y), np.cov(y), rtol=1e-9, atol=1e-12)
+
+
 def test_epilogue_keeps_numpy_semantics():
     rng = np.random.default_rng(2)
     x = rng.standard_normal((33, 64), dtype=np.float32)
@@ -152,12 +197,14 @@ OTHER_ROWS = {
 def test_epilogue_reading_other_rows_of_the_product(name):
     # the Matmul template bounds each block's accumulators to its own rows;
     # such epilogues failed its bounds check or, with the roll, silently
-    # read other blocks' values: they take Adams2019 now
+    # read other blocks' values: they run in a group after the product's
+    # now, which holds the product alone
     fn = OTHER_ROWS[name]
     rng = np.random.default_rng(5)
     x, w = (rng.standard_normal((64, 64)).astype(np.float32) for _ in range(2))
     f = halojit.trace(fn)
-    assert not any(g.scheduler.startswith("Matmul") for g in f.lower(x, w).groups)
+    groups = f.lower(x, w).groups
+    assert [g.ops for g in groups if g.scheduler.startswith("Matmul")] == [["matmul"]]
     np.testing.assert_allclose(f(x, w), fn(x, w), rtol=1e-4, atol=1e-4)
 
 
