@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import halojit
-from halojit.graph.numpy_api import SELECT_MIN, SELECT_MIN_ONE
+from halojit.graph.numpy_api import SELECT_MIN, SELECT_MIN_ONE, SELECT_ROW_PER_BASE, select_bases, selects_rows
 
 from helpers import assert_same, assert_tree_same, numpy_eager
 
@@ -103,11 +103,15 @@ QUANTILES = {
 @pytest.mark.parametrize("name", sorted(QUANTILES))
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8"])
 def test_quantiles(name, dtype):
+    """Rows long enough to select every position; rows of SELECT_MIN + 1
+    select a lone position (and its neighbour) but sort for several."""
     fn = QUANTILES[name]
-    x = data((2, SELECT_MIN + 1), dtype)
     f = halojit.trace(fn)
+    x = data((2, 5 * SELECT_ROW_PER_BASE + 1), dtype)
     assert_same(f(x), numpy_eager(fn, x))
     assert uses_select(f, x)
+    y = data((2, SELECT_MIN + 1), dtype)
+    assert_same(f(y), numpy_eager(fn, y))
 
 
 def test_views_fusion_and_inputs_untouched():
@@ -132,7 +136,7 @@ def test_short_rows_still_sort():
 
 @pytest.mark.parametrize("params", [{"parallel": "0"}, {"vector": "8"}, {"vector": "32"}])
 def test_template_parameters(params):
-    x = data((3, SELECT_MIN + 7), "float32")
+    x = data((3, 2 * SELECT_ROW_PER_BASE + 7), "float32")  # two positions with neighbours
     fn = lambda x: np.percentile(x, [10, 50], axis=1)  # noqa: E731
     f = halojit.trace(fn, autoscheduler=("Select", params))
     assert_same(f(x), fn(x))
@@ -158,8 +162,8 @@ def test_runs_of_neighbouring_positions(dtype):
     """Positions k, k+1, k+2, k+3: every other one comes from its
     predecessor's count (selnext), the others from the radix passes; with
     many ties (the neighbours then equal) and without."""
-    n = 2049
-    assert n >= SELECT_MIN
+    n = 4097  # four bases: rows of at least 4 * SELECT_ROW_PER_BASE select
+    assert selects_rows((2, n), [100, 101, 102, 103, 1000, 2047, 2048])
     q = np.array([100, 101, 102, 103, 1000, 2047, 2048]) / (n - 1)  # exact in binary
     fn = lambda x: np.quantile(x, q, axis=-1, method="lower")  # noqa: E731
     f = halojit.trace(fn)
@@ -192,7 +196,7 @@ SORTED_PICKS = {
 
 
 @pytest.mark.parametrize("name", sorted(SORTED_PICKS))
-@pytest.mark.parametrize("shape", [(SELECT_MIN_ONE + 3,), (3, SELECT_MIN + 1)])
+@pytest.mark.parametrize("shape", [(SELECT_MIN_ONE + 3,), (3, 3 * SELECT_ROW_PER_BASE + 1)])
 def test_sort_read_at_a_few_positions_selects(name, shape):
     """passes/select.py: a sort whose every use is a slice of a few positions
     along its last axis is a select of them, with the sort's very values
@@ -245,3 +249,21 @@ def test_nanmedian_every_opt_level(opt_level):
     x[0, 5:900] = np.nan
     fn = lambda x: np.nanmedian(x, axis=-1, keepdims=True)  # noqa: E731
     assert_same(halojit.trace(fn, opt_level=opt_level)(x), numpy_eager(fn, x))
+
+
+def test_positions_decide_between_select_and_sort():
+    """Each position found by its own passes costs about a sort of a
+    SELECT_ROW_PER_BASE-th of the row: several rows of a few thousand
+    values sort for many positions, long rows and lone rows select."""
+    assert select_bases([5]) == 1 and select_bases([5, 6]) == 1
+    assert select_bases([5, 6, 7]) == 2 and select_bases([1, 3, 9, 10]) == 3
+    assert select_bases(range(16)) == 8 and select_bases([4, 4, 5]) == 1
+    assert selects_rows((8, SELECT_MIN), [10, 11]) and not selects_rows((8, 2048), [1, 5, 9])
+    assert selects_rows((8, 3 * SELECT_ROW_PER_BASE), [1, 5, 9])
+    assert selects_rows((4096,), range(16))
+    top5 = lambda x: np.sort(x, axis=1)[:, -5:]  # noqa: E731
+    for shape, selects in (((6, 2000), False), ((6, 4000), True), ((1, 2000), True)):
+        x = data(shape, "float32")
+        f = halojit.trace(top5)
+        assert_same(f(x), numpy_eager(top5, x))
+        assert uses_select(f, x) == selects, groups_of(f, x)
