@@ -48,6 +48,7 @@ def radix_params(params) -> tuple[str, int]:
                            f"got {chunks!r}")
     return radix, int(chunks)
 
+
 # keys (elements x network) per parallel task, at least
 PARALLEL_KEYS = 1 << 15
 # a sort along the last axis at least this long stores its rows in place
@@ -209,7 +210,8 @@ def _radix(net, srt, vector: int, parallel: bool) -> list[str]:
     written in vectors, parallel over rows or over the chunks of a lone
     row (whose counts, cursors and keys are their own: the races Halide
     cannot rule out in a scatter do not happen), the scatter's two steps
-    per key unrolled. The sorted values inline into the outputs."""
+    per key unrolled; the keys' span (which passes run) before it, a vector
+    of lanes per chunk or row. The sorted values inline into the outputs."""
     from .templates import _vectorize, fuse_loops
     f, plan = net.func, net.rdom
     srt.func.compute_inline()
@@ -258,9 +260,9 @@ def _outputs(lowered, vector: int, parallel: bool, lines: list[str]) -> str:
         inner = oargs[0]
         if parallel and len(oargs) == 1 and node.shape[0] >= 2 * PARALLEL_KEYS:
             # a long 1-D output (a lone row's sort) in parallel chunks
-            inner = hl.Var(f"{inner.name()}_in")
-            out.split(oargs[0], hl.Var(f"{inner.name()}_task"), inner, PARALLEL_KEYS,
-                      hl.TailStrategy.GuardWithIf).parallel(hl.Var(f"{inner.name()}_task"))
+            task, inner = hl.Var(f"{oargs[0].name()}_task"), hl.Var(f"{oargs[0].name()}_in")
+            out.split(oargs[0], task, inner, PARALLEL_KEYS, hl.TailStrategy.GuardWithIf)
+            out.parallel(task)
         if node.shape[-1] >= 8:
             _vectorize(out, inner, min(vector, _floor_pow2(node.shape[-1])))
         if parallel and len(oargs) > 1:

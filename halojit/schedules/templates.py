@@ -161,7 +161,16 @@ def elementwise_fits(graph) -> bool:
     short = k > 1
     return all(n.op in ("input", "constant", "take") or inlines(n)
                or (short and n.op in SHORT_AXIS_VIEWS) or channel_pick(n)
+               or (out.ndim == 1 and shifted_window(n))
                for n in graph.nodes)
+
+
+def shifted_window(node) -> bool:
+    """A 1-D slice with step 1 (``x[2:]``, ``x[1:-1]``): inlined, a read at
+    a fixed offset, dense vectors. 1-D stencils (np.diff, np.gradient's
+    interior, moving sums written with slices) fit the Elementwise template
+    with them; 2-D ones take Stencil."""
+    return node.op == "slice" and node.aval.ndim == 1 and tuple(node.params["steps"]) == (1,)
 
 
 def channel_pick(node) -> bool:

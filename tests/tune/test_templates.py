@@ -86,6 +86,30 @@ def test_elementwise_matches_numpy(shape, params):
                                rtol=2e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("n", [100, SERIAL_MAX_ELEMENTS + 1001])
+def test_one_dimensional_windows_take_elementwise(n):
+    """1-D slices of step 1 (np.diff, a second difference, a 5-point box
+    sum) inline as reads at fixed offsets: the Elementwise template, serial
+    or in parallel chunks; NaN, inf and integer wraparound as numpy. A
+    strided or reversed slice keeps Adams2019 (test_fits)."""
+    x = rand(n, seed=n)
+    x[:3] = [np.nan, np.inf, -np.inf]
+    i = np.random.default_rng(n).integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+    fns = (np.diff, lambda x: np.diff(x, n=2),
+           lambda x: (x[4:] + x[3:-1] + x[2:-2] + x[1:-3] + x[:-4]) / 5)
+    for fn in fns:
+        for a in (x, i, x[::-1][1:-1]):
+            f = halojit.trace(fn)
+            (g,) = f.lower(a).groups
+            assert g.scheduler.startswith("Elementwise"), g.scheduler
+            with np.errstate(invalid="ignore", over="ignore"):
+                want = fn(a)
+            np.testing.assert_array_equal(f(a), want)
+    (strided,) = local_graphs(lambda a: a[::2][1:] - a[::2][:-1], np.ones(9, np.float32))
+    (flipped,) = local_graphs(lambda a: a[1:] - a[::-1][1:], np.ones(9, np.float32))
+    assert not elementwise_fits(strided) and not elementwise_fits(flipped)
+
+
 def test_elementwise_broadcast_and_mixed_dtypes():
     x = np.random.default_rng(4).integers(-100, 100, (33, 70), dtype=np.int16)
     b = rand(70, seed=5).astype(np.float64)
