@@ -86,8 +86,9 @@ class Stage:
     # colpart only: the update's loops innermost first, in the input's memory
     # order (kept Vars and reduced RVars interleaved), then the chunk Var
     loop_order: tuple = ()
-    # sortnet / sorted only: the numpy axis sorted along (a sortnet's rdom is
-    # the list of its updates' RDoms, one per comparator step)
+    # sortnet / radixnet / sorted only: the numpy axis sorted along (a
+    # sortnet's rdom is the list of its updates' RDoms, one per comparator
+    # step; a radixnet's is its RadixPlan)
     axis: int = -1
     # partial only: how many chunks (a pure dimension after the lane) the
     # lowering cut the reduction into; 1 when not chunked
@@ -1278,12 +1279,11 @@ class RadixPlan:
     """What the Sort template needs of a radix sort's ``radixnet`` Func:
     per pass its four updates' RDoms (clear, count, cursor, scatter), the
     chunks of the row and whether other axes hold rows; the Funcs of the
-    keys' span (and its RDom) and of the passes that move keys."""
+    keys' span and of the passes that move keys."""
     rdoms: list
     chunks: int
     rows: bool
     span: object = None
-    span_rdom: object = None
     passes: object = None
 
 
@@ -1415,7 +1415,7 @@ def lower_radix_sort(lw: Lowerer, node: Node, x) -> Lazy:
     out = hl.Func(lw.fresh("sorted"))
     out[tuple(reversed(vs))] = hl.cast(hl.Int(64), i) if indices else _radix_value(k, dt, t)
     net.bound(j, 0, head + n).bound(slot, 0, 2)
-    plan = RadixPlan(rdoms, chunks, int(np.prod(shape)) != n, span, rspan, passes)
+    plan = RadixPlan(rdoms, chunks, int(np.prod(shape)) != n, span, passes)
     lw.stages.append(Stage("radixnet", net, shape, plan, axis=axis))
     lw.stages.append(Stage("sorted", out, shape, axis=axis))
     return func_lazy(out, node.shape, dt)
