@@ -1283,8 +1283,8 @@ class RadixPlan:
     rdoms: list
     chunks: int
     rows: bool
-    span: object = None
-    passes: object = None
+    span: object
+    passes: object
 
 
 # lanes of the min and max over a row's keys (radixspan)
@@ -1467,7 +1467,7 @@ def _key_digit(key, shift: int, bits: int):
 def lower_select(lw: Lowerer, node: Node, operands) -> Lazy:
     """The values at positions ``kth`` of the sorted last axis, as numpy's
     partition finds them but by radix selection: an unsigned key per value
-    whose order is the sort order (_sort_key, NaN last), then one pass per
+    whose order is the sort order (_radix_key, NaN last), then one pass per
     digit of 8-12 bits of the key (select_digits), high first. A pass
     counts, per position j, the keys that share the bits found so far into
     bins by their next digit (``selhist``, an update over the axis), sums
@@ -1488,15 +1488,9 @@ def lower_select(lw: Lowerer, node: Node, operands) -> Lazy:
     v = x.at(vs)
     t = v.type()
     width = 64 if t.bits() == 64 else 32
-    ut, it = hl.UInt(width), hl.Int(width)
-    flip = hl.cast(ut, 1) << hl.cast(ut, width - 1)
-    if dt.kind in "bu":
-        key_of = hl.cast(ut, v)
-    else:
-        signed = _sort_key(v, dt) if t.is_float() else v
-        key_of = hl.reinterpret(ut, hl.cast(it, signed)) ^ flip
+    ut = hl.UInt(width)
     key = hl.Func(lw.fresh("selkey"))
-    key[tuple(reversed(vs))] = key_of
+    key[tuple(reversed(vs))] = _radix_key(v, dt, ut, False)
     lw.stages.append(Stage("selkey", key, tuple(x.shape)))
     ct = hl.Int(32) if n < 2**31 else hl.Int(64)
     # positions right after another one selected by the passes (a median's
@@ -1599,16 +1593,8 @@ def lower_select(lw: Lowerer, node: Node, operands) -> Lazy:
         e = hl.Expr(final[(hl.Expr(idx),) + rows][0]) if kind == "base" else \
             hl.Expr(following[(hl.Expr(idx),) + rows])
         found = e if found is None else hl.select(hl.Expr(j) == pos, e, found)
-    if dt.kind == "b":
-        value = found != hl.cast(ut, 0)
-    elif dt.kind == "u":
-        value = hl.cast(t, found)
-    elif t.is_float():
-        value = _sort_value(hl.cast(hl.Int(t.bits()), hl.reinterpret(it, found ^ flip)), dt, t)
-    else:
-        value = hl.cast(t, hl.reinterpret(it, found ^ flip))
     out = hl.Func(lw.fresh("selected"))
-    out[at] = value
+    out[at] = _radix_value(found, dt, t)
     lw.stages.append(Stage("selected", out, tuple(x.shape[:-1]) + (m,)))
     return func_lazy(out, node.shape, dt)
 

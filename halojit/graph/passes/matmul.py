@@ -163,8 +163,8 @@ def expand_short_matmuls(graph: Graph) -> Graph:
 def split_ragged_columns(graph: Graph) -> Graph:
     """A matmul of at most FEW_ROWS rows whose width is not a multiple of
     IN_PLACE_COLUMNS: B's widest part that is such a multiple read in place
-    as one matmul,
-    the last few columns as another (packed, a few KiB), concatenated.
+    as one matmul, the last few columns as another (packed, a few KiB),
+    concatenated.
     Whole, the template would pack all of B per call for these few rows.
     x (M, K) @ W (K, N) + b under tanh, float32, 2-core Zen 4 VM, medians
     of 9 interleaved, whole -> split (numpy): (1, 2048) @ (2048, 1000) 0.49

@@ -46,8 +46,8 @@ def select_sorted_positions(graph: Graph) -> Graph:
             continue
         slices = users[s]
         found = {u: _positions(u, s) for u in slices if u.op == "slice"}
-        if slices and len(found) == len(slices) and all(p is not None for p in found.values()) \
-                and all(selects_rows(s.shape, p) for p in found.values()):
+        if slices and len(found) == len(slices) and all(
+                p is not None and selects_rows(s.shape, p) for p in found.values()):
             picked.update(found)
     if not picked:
         return graph
