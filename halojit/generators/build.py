@@ -27,12 +27,26 @@ from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, pa
 from .streaming import ALIGN, aligned_for_stream, prefetch_inputs, stream_outputs
 
 # Bump when lowering or a template changes what a cached kernel computes or how.
-CODEGEN_VERSION = "78"
+CODEGEN_VERSION = "79"
 # Groups whose values all have fewer elements are scheduled without parallel
 # loops: waking the thread pool costs more than it saves. Medians, 2-core VM,
 # kernel us, parallel / serial: softmax (16,1024) 22.6 / 18.6, (32,1024)
 # 22.6 / 26.1; chain (16K) 9.4 / 9.1, (32K) 13.0 / 17.3.
 SERIAL_MAX_ELEMENTS = 1 << 15
+# An Elementwise task writes about 1 MiB of output, less where each element
+# costs more than ELEMENT_OPS ops: np.linalg.det of (100000, 3, 3) float32
+# (93 ops per determinant, 0.4 MB out) ran as one task.
+ELEMENT_OPS = 16
+
+
+def elementwise_task_kib(local: Graph) -> int:
+    """The Elementwise template's task_kib for a group: 1024 KiB of output per
+    task, shrunk in proportion to the ops computed per element past
+    ELEMENT_OPS (at least 16 KiB)."""
+    ops = sum(1 for n in local.nodes if n.op not in ("input", "constant"))
+    return max(16, 1024 * ELEMENT_OPS // max(ELEMENT_OPS, ops))
+
+
 # Small groups of more ops than this take Adams2019's greedy search (beam 1)
 GREEDY_MIN_OPS = 64
 # A serial Stencil with at most this many outputs (64x64: its first pass,
@@ -257,7 +271,8 @@ def default_spec(local: Graph, target=None) -> ScheduleSpec:
         # and 1.83; medians of 9 interleaved, 2-core AVX-512 VM)
         widest = max((n.dtype.itemsize for n in local.nodes), default=4)
         per = (16 if any(map(channel_pick, local.nodes)) else 32) * lanes
-        return make_spec("Elementwise", {"vector": str(max(16, min(128, per // widest)))})
+        return make_spec("Elementwise", {"vector": str(max(16, min(128, per // widest))),
+                                         "task_kib": str(elementwise_task_kib(local))})
     return make_spec("Adams2019")
 
 

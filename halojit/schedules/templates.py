@@ -18,7 +18,7 @@ from ..graph.passes.flatten import merge_trailing
 from ..graph.passes.matmul import FEW_ROWS, MAX_CHUNK_BYTES
 from ..graph.ops.reduce import SCANS, SCATTERS, SORTING
 from .col_reduce import COL_REDUCE, apply_col_reduce, col_reduce_fits
-from .concat import CONCAT, apply_concat, concat_fits
+from .concat import CONCAT, apply_concat, concat_fits, unit_reshape
 from .full_reduce import FULL_REDUCE, apply_full_reduce, full_reduce_fits
 from .row_arg import ROW_ARG, apply_row_arg, row_arg_fits
 from .scatter import SCATTER, apply_scatter, scatter_fits
@@ -156,12 +156,14 @@ def elementwise_fits(graph) -> bool:
         return False
     out = graph.outputs[0].aval
     k, width = flat_axes(out.shape) if out.ndim else (1, 0)
-    if width < 16:
-        return False
+    if width < 16 and out.size >= 16:
+        return False  # (fewer than 16 values in all: one scalar loop, see apply_elementwise)
     short = k > 1
+    stacked = stacked_columns(graph.outputs[0])
     return all(n.op in ("input", "constant", "take") or inlines(n)
                or (short and n.op in SHORT_AXIS_VIEWS) or channel_pick(n)
                or (out.ndim == 1 and shifted_window(n))
+               or (stacked and (n is graph.outputs[0] or unit_reshape(n)))
                for n in graph.nodes)
 
 
@@ -171,6 +173,12 @@ def shifted_window(node) -> bool:
     interior, moving sums written with slices) fit the Elementwise template
     with them; 2-D ones take Stencil."""
     return node.op == "slice" and node.aval.ndim == 1 and tuple(node.params["steps"]) == (1,)
+
+
+# ``a[..., i, j]`` of matrices of at most this many elements is a channel pick
+# too: the elements of batched 2x2 to 4x4 matrices (np.linalg.det's cofactor
+# and LU steps, a hand-written 3x3 determinant) read with a constant stride.
+SHORT_MATRIX = 16
 
 
 def channel_pick(node) -> bool:
@@ -188,6 +196,9 @@ def channel_pick(node) -> bool:
     if node.op != "slice":
         return False
     x = node.inputs[0].shape
+    if len(x) >= 2 and node.shape[-2:] == (1, 1) and 1 < x[-1] * x[-2] <= SHORT_MATRIX:
+        # ``a[..., i, j]``: an element of a small matrix per batch entry
+        return node.shape[:-2] == x[:-2] and all(s == 0 for s in node.params["starts"][:-2])
     return bool(x) and node.shape[:-1] == x[:-1] and node.shape[-1] == 1 < x[-1] <= SHORT_CHANNELS \
         and all(s == 0 for s in node.params["starts"][:-1])
 
@@ -959,6 +970,13 @@ def apply_elementwise(lowered, params) -> str:
     out = lowered.outputs[0]
     node = lowered.graph.outputs[0]
     shape = node.shape
+    if node.aval.size < 16:
+        # a few values (a determinant, a 3-vector): scalar code, every value
+        # inlined. Adams2019 took 2.7-5 s to schedule np.linalg.det of (3,
+        # 3, 3) (90 ops), this 0.3 s.
+        inline_stages(lowered)
+        lines = [f"{out.name()}: {node.aval.size} value(s), one scalar loop"]
+        return "\n".join(lines + _schedule_trig_checks(lowered, False))
     if stacked_columns(node):
         return _apply_columns(lowered, vector, task_kib, parallel)
     k, width = flat_axes(shape)
@@ -1030,7 +1048,7 @@ def stacked_columns(node) -> bool:
     axis (``np.stack([x, y, z], axis=1)``, ``np.column_stack``), each
     computed by its own expression."""
     return (node.op == "concatenate" and node.aval.ndim >= 2
-            and node.params["axis"] == node.aval.ndim - 1 and 1 < node.shape[-1] < 16)
+            and node.params["axis"] == node.aval.ndim - 1 and 1 < node.shape[-1] <= SHORT_MATRIX)
 
 
 # A group of column chains computes the values live at a checkpoint about
@@ -1254,8 +1272,14 @@ def _picked_condition(lowered):
     constant stride apart and Halide loads them as vectors and shuffles,
     where an unknown stride loads each lane alone: (512, 512, 3) @ (3,)
     float32, one core, 0.15 -> 0.057 ms (2-core Zen 4 VM; numpy 0.084)."""
-    picked = {n.inputs[0] for n in lowered.graph.nodes if n.op == "slice" and channel_pick(n)}
-    return dense_condition([(p, x.shape, 2) for p, x in zip(lowered.params, lowered.graph.inputs)
+    picked = {}  # input -> the trailing axes to be dense over: 2, or 3 for matrix elements
+    for n in lowered.graph.nodes:
+        if n.op == "slice" and channel_pick(n):
+            x = n.inputs[0]
+            picked[x] = max(picked.get(x, 2), 3 if n.shape[-2:] == (1, 1) and x.shape[-2] > 1
+                            else 2)
+    return dense_condition([(p, x.shape, picked[x]) for p, x in
+                            zip(lowered.params, lowered.graph.inputs)
                             if x in picked and x.aval.ndim >= 2])
 
 

@@ -64,7 +64,21 @@ def test_fits():
     # a slice of an input inlines where rows are short (a flipped HWC image)
     (flip,) = local_graphs(lambda a: a[:, ::-1] * 2, np.ones((64, 8, 3), np.float32))
     assert elementwise_fits(short) and elementwise_fits(flip)
-    assert not any(elementwise_fits(g) for g in (narrow, tr, ipow))
+    # fewer than 16 values in all: one scalar loop (apply_elementwise)
+    assert elementwise_fits(narrow)
+    assert not any(elementwise_fits(g) for g in (tr, ipow))
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 7), (1, 3, 5)])
+def test_elementwise_tiny_outputs_are_one_scalar_loop(shape):
+    """A few values (a determinant, a 3-vector): every value inlined, no
+    vectors, no tasks; sin's argument check still runs (its fast path)."""
+    x = rand(*shape) * 4 if shape else np.float32(1.5)
+    fn = lambda a: np.sin(a) * 2 + np.exp(-a)  # noqa: E731
+    got = run_template(fn, "Elementwise", {}, x)
+    np.testing.assert_allclose(got, fn(x), rtol=2e-6, atol=1e-6)
+    big = np.float32(1e30) if not shape else np.full(shape, 1e30, np.float32)
+    np.testing.assert_allclose(run_template(fn, "Elementwise", {}, big), fn(big), rtol=2e-6)
 
 
 @np.errstate(invalid="ignore")  # inf * 0 in the reference, as in the kernel
