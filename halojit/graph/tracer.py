@@ -667,7 +667,8 @@ def _strong(result):
         strong._scalar0d = result._scalar0d  # np.where(True, 1.0, 2.0) is a 0-d array
         return strong
     if isinstance(result, (tuple, list)):
-        return type(result)(_strong(r) for r in result)
+        items = [_strong(r) for r in result]
+        return type(result)(*items) if hasattr(result, "_fields") else type(result)(items)
     return result
 
 
@@ -877,3 +878,4 @@ from . import numpy_composite as _numpy_composite  # noqa: E402,F401  (more hand
 from . import numpy_search as _numpy_search  # noqa: E402,F401  (searchsorted, interp, convolve)
 from . import numpy_more as _numpy_more  # noqa: E402,F401  (stacking, isin, linalg spellings)
 from . import numpy_scatter as _numpy_scatter  # noqa: E402,F401  (histogram, ufunc.at)
+from . import numpy_linalg as _numpy_linalg  # noqa: E402,F401  (det, inv, solve of small matrices)
