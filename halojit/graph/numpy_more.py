@@ -6,8 +6,9 @@ of real arrays; the array-API spellings ``matrix_transpose``, ``vecdot``,
 ``matvec``, ``vecmat`` and ``np.linalg``'s ``matmul``, ``vecdot``,
 ``outer``, ``trace``, ``diagonal``, ``tensordot``, ``cross``,
 ``matrix_transpose`` and ``matrix_power`` (a static, non-negative power);
-``result_type`` and ``can_cast`` of traced arrays; and numpy functions
-whose own Python code needs nothing more (``_NUMPY_PYTHON``).
+``sliding_window_view`` (read-only windows as stacked shifted slices),
+``unwrap`` and ``lexsort``; ``result_type`` and ``can_cast`` of traced arrays; and numpy
+functions whose own Python code needs nothing more (``_NUMPY_PYTHON``).
 
 As in numpy_composite, each follows numpy's own definition, so dtypes,
 shapes and errors are numpy's.
@@ -379,6 +380,105 @@ def matrix_power(a, n):
             square = np.matmul(square, square)
     return result if result is not a else np.copy(a)
 
+
+
+# -- windows ------------------------------------------------------------------------------
+@implements(np.lib.stride_tricks.sliding_window_view)
+def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=False):
+    """numpy's windows view as a new (read-only) array: for each windowed
+    axis, the window's offsets are unit-step slices stacked along a new last
+    axis (a 1-D moving window is then an elementwise kernel of shifted
+    reads). Checks and messages as numpy's."""
+    if writeable:
+        raise UnsupportedError("sliding_window_view(writeable=True) is not supported inside "
+                               f"@halojit.trace{format_loc(user_loc())}: its windows share memory.")
+    x = _traced(_array(x))
+    window = tuple(window_shape) if np.iterable(window_shape) else (window_shape,)
+    window = tuple(int(w) for w in window)
+    if any(w < 0 for w in window):
+        raise ValueError("`window_shape` cannot contain negative values")
+    if axis is None:
+        axes = tuple(range(x.ndim))
+        if len(window) != len(axes):
+            raise ValueError(f"Since axis is `None`, must provide window_shape for all "
+                             f"dimensions of `x`; got {len(window)} window_shape elements "
+                             f"and `x.ndim` is {x.ndim}.")
+    else:
+        axes = tuple(normalize_axis(a, x.ndim, "sliding_window_view", user_loc())
+                     for a in (axis if np.iterable(axis) else (axis,)))
+        if len(window) != len(axes):
+            raise ValueError(f"Must provide matching length window_shape and axis; got "
+                             f"{len(window)} window_shape elements and {len(axes)} axes "
+                             "elements.")
+    trimmed = list(x.shape)
+    for ax, w in zip(axes, window):
+        if trimmed[ax] < w:
+            raise ValueError("window shape cannot be larger than input array shape")
+        trimmed[ax] -= w - 1
+    if 0 in window:
+        r = np.zeros_like(x, shape=tuple(trimmed) + window)
+        r._readonly = "sliding_window_view"
+        return r
+    y = x
+    for ax, w in zip(axes, window):
+        n = y.shape[ax] - w + 1
+        def cut(j, ax=ax, n=n):
+            return tuple(slice(j, j + n) if d == ax else slice(None) for d in range(y.ndim))
+        y = np.stack([y[cut(j)] for j in range(w)], axis=-1)
+    r = np.copy(y)
+    r._readonly = "sliding_window_view"  # numpy's windows are a read-only view
+    return r
+
+
+@implements(np.lexsort)
+def lexsort(keys, axis=-1):
+    """numpy's lexsort: the last key sorts first. As successive stable
+    argsorts, from the first key to the last, each of the next key's values
+    in the order so far (stability keeps the earlier keys' order among its
+    ties)."""
+    if isinstance(keys, TracedArray) or isinstance(keys, np.ndarray):
+        keys = [keys[i] for i in range(keys.shape[0])] if np.ndim(keys) > 0 else [keys]
+    keys = [_traced(_array(k)) for k in keys]
+    if not keys:
+        raise TypeError("need sequence of keys with len > 0 in lexsort")
+    shape = keys[0].shape
+    if any(k.shape != shape for k in keys):
+        raise ValueError("all keys need to be the same shape")
+    if not shape:  # numpy sorts 0-d keys as one value: position 0
+        return np.zeros_like(keys[0], dtype=np.intp)
+    order = np.argsort(keys[0], axis=axis, kind="stable")
+    for k in keys[1:]:
+        step = np.argsort(np.take_along_axis(k, order, axis=axis), axis=axis, kind="stable")
+        order = np.take_along_axis(order, step, axis=axis)
+    return order
+
+
+@implements(np.unwrap)
+def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
+    """numpy's unwrap, step for step (its masked copies as np.where): each
+    jump between neighbours larger than ``discont`` is brought back within
+    half a ``period``, the corrections summed along ``axis``."""
+    p = _traced(_array(p))
+    dd = np.diff(p, axis=axis)
+    if discont is None:
+        discont = period / 2
+    ax = normalize_axis(axis, p.ndim, "unwrap", user_loc())
+    later = tuple(slice(1, None) if d == ax else slice(None) for d in range(p.ndim))
+    dtype = np.result_type(dd, period)
+    if np.issubdtype(dtype, np.integer):
+        high, rem = divmod(period, 2)
+        ambiguous = rem == 0
+    else:
+        high, ambiguous = period / 2, True
+    low = -high
+    ddmod = np.mod(dd - low, period) + low
+    if ambiguous:  # a jump of exactly half a period keeps its sign
+        ddmod = np.where((ddmod == low) & (dd > 0), np.asarray(high).astype(ddmod.dtype), ddmod)
+    correct = ddmod - dd
+    correct = np.where(abs(dd) < discont, np.zeros((), correct.dtype), correct)
+    up = p.astype(dtype)  # a copy, as numpy's array(p, copy=True, dtype=dtype)
+    up[later] = p[later] + correct.cumsum(axis)
+    return up
 
 
 # -- numpy's own Python code, run on traced arrays ----------------------------------------
