@@ -47,9 +47,10 @@ def concat_fits(graph) -> bool:
     if out.aval.ndim < 1 or out.shape[-1] < MIN_WIDTH:
         return False
     from .templates import stacked_columns
+    # 16 single columns side by side: the Elementwise template's unrolled
+    # columns (np.linalg.inv of (100000, 4, 4) float32: 23 ms here, 1.6 there)
     if stacked_columns(out) and all(x.shape[-1] == 1 for x in out.inputs):
-        return False  # 16 single columns: the Elementwise template's unrolled columns
-        # (np.linalg.inv of (100000, 4, 4) float32: 23 ms here, 0.9 there)
+        return False
     if out.op == "concatenate":
         if out.params["axis"] != out.aval.ndim - 1:
             return False

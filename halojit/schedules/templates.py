@@ -184,8 +184,10 @@ SHORT_MATRIX = 16
 def channel_pick(node) -> bool:
     """``x[..., j]``: a slice of one index of a short last axis (at most
     passes.matmul.SHORT_CHANNELS long: an image's channels, a point's
-    coordinates, the columns of ``X @ v`` in numpy_api._vector_product), or
-    the reshape that drops its size-1 axis. Inlined, it is a strided read
+    coordinates, the columns of ``X @ v`` in numpy_api._vector_product),
+    ``a[..., i, j]``: one element of each matrix of a stack of matrices of
+    at most SHORT_MATRIX elements, or the reshape that drops their size-1
+    axes. Inlined, it is a strided read
     of x in the output's order, vector loads and shuffles where x is dense
     (_picked_condition)."""
     from ..graph.passes.matmul import SHORT_CHANNELS
@@ -1268,10 +1270,11 @@ def _dense_condition(lowered, shape, k: int):
 
 def _picked_condition(lowered):
     """The condition that every input read through ``channel_pick`` slices
-    is dense over its last two axes, or None: its channels are then a
-    constant stride apart and Halide loads them as vectors and shuffles,
-    where an unknown stride loads each lane alone: (512, 512, 3) @ (3,)
-    float32, one core, 0.15 -> 0.057 ms (2-core Zen 4 VM; numpy 0.084)."""
+    is dense over its last two axes (three for matrix elements), or None:
+    its channels are then a constant stride apart and Halide loads them as
+    vectors and shuffles, where an unknown stride loads each lane alone:
+    (512, 512, 3) @ (3,) float32, one core, 0.15 -> 0.057 ms (2-core Zen 4
+    VM; numpy 0.084)."""
     picked = {}  # input -> the trailing axes to be dense over: 2, or 3 for matrix elements
     for n in lowered.graph.nodes:
         if n.op == "slice" and channel_pick(n):
