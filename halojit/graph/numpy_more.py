@@ -7,7 +7,7 @@ of real arrays; the array-API spellings ``matrix_transpose``, ``vecdot``,
 ``outer``, ``trace``, ``diagonal``, ``tensordot``, ``cross``,
 ``matrix_transpose`` and ``matrix_power`` (a static, non-negative power);
 ``sliding_window_view`` (read-only windows as stacked shifted slices),
-``unwrap`` and ``lexsort``; ``result_type`` and ``can_cast`` of traced arrays; and numpy
+``unwrap``, ``lexsort`` and calls of ``np.vectorize`` objects; ``result_type`` and ``can_cast`` of traced arrays; and numpy
 functions whose own Python code needs nothing more (``_NUMPY_PYTHON``).
 
 As in numpy_composite, each follows numpy's own definition, so dtypes,
@@ -428,6 +428,50 @@ def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=Fa
     r = np.copy(y)
     r._readonly = "sliding_window_view"  # numpy's windows are a read-only view
     return r
+
+
+def vectorize_call(vf, args, kwargs):
+    """``np.vectorize(pyfunc)(*args)`` with traced arguments (tracer wraps
+    np.vectorize's __call__ while a trace runs): ``pyfunc`` is traced once
+    on the whole broadcast arrays rather than called per element, which
+    gives numpy's result wherever pyfunc is made of array operations (its
+    arithmetic promotes as on numpy scalars, NEP 50). A Python ``if`` on a
+    value raises TraceError at that line (np.where instead), as a math.*
+    function of a value does. ``otypes`` cast the outputs; ``excluded``
+    arguments pass as they are; a ``signature`` is refused."""
+    loc = user_loc()
+    if vf.signature is not None:
+        raise UnsupportedError(f"np.vectorize with a signature is not supported inside "
+                               f"@halojit.trace{format_loc(loc)}; write the function with "
+                               "array operations over the core axes instead.")
+    excluded = vf.excluded
+    pos = [i for i in range(len(args)) if i not in excluded]
+    names = [k for k in kwargs if k not in excluded]
+    values = [_traced(_array(args[i])) for i in pos] + [_traced(_array(kwargs[k])) for k in names]
+    shape = np.broadcast_shapes(*[v.shape for v in values]) if values else ()
+    if not vf.otypes and 0 in shape:
+        raise ValueError("cannot call `vectorize` on size 0 inputs unless `otypes` is set")
+    values = [np.broadcast_to(v, shape) for v in values]
+    call_args, call_kwargs = list(args), dict(kwargs)
+    for i, v in zip(pos, values):
+        call_args[i] = v
+    for k, v in zip(names, values[len(pos):]):
+        call_kwargs[k] = v
+    result = vf.pyfunc(*call_args, **call_kwargs)
+    outs = result if isinstance(result, tuple) else (result,)
+    types = vf.otypes or ""
+    if types and len(types) != len(outs):
+        raise ValueError(f"Invalid number of outputs: np.vectorize's otypes {types!r} name "
+                         f"{len(types)}, the function returned {len(outs)}{format_loc(loc)}.")
+    fixed = []
+    for k, r in enumerate(outs):
+        if not isinstance(r, TracedArray):  # a constant result (lambda x: 3)
+            r = np.asarray(r)
+        r = _traced(_array(r))  # a weak Python scalar made strong, as numpy's
+        if types:
+            r = r.astype(np.dtype(types[k]))
+        fixed.append(np.copy(np.broadcast_to(r, shape)))  # a fresh array, as numpy's
+    return tuple(fixed) if isinstance(result, tuple) else fixed[0]
 
 
 @implements(np.lexsort)

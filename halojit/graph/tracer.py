@@ -754,7 +754,8 @@ TracedArray.__ipow__ = _ipow
 # numpy's array constructors take no __array_function__: np.asarray(x) of a
 # traced x would ask for its value. While any thread traces they are wrapped
 # (numpy_api.array_of_traced takes traced values, everything else goes to
-# numpy as before); code that imported them by name keeps numpy's own.
+# numpy as before); code that imported them by name keeps numpy's own. So
+# is np.vectorize's __call__ (numpy_more.vectorize_call).
 _CONSTRUCTORS = ("asarray", "array", "asanyarray", "ascontiguousarray")
 _patch_lock = threading.Lock()
 _patch_depth = 0
@@ -774,6 +775,22 @@ def _wrap_constructor(name, original):
     return constructor
 
 
+def _wrap_vectorize_call(original):
+    """np.vectorize's ``__call__`` (no __array_function__ either: it would
+    ask for values): with traced arguments, numpy_more.vectorize_call."""
+    def call(self, *args, **kwargs):
+        if current() is not None and not in_excluded_block():
+            from .numpy_api import holds_traced
+            if any(holds_traced(a) for a in (*args, *kwargs.values())):
+                from .numpy_more import vectorize_call
+                return vectorize_call(self, args, kwargs)
+        return original(self, *args, **kwargs)
+    call.__wrapped__ = original
+    call.__name__ = call.__qualname__ = "__call__"
+    call.__doc__ = original.__doc__
+    return call
+
+
 def _patch_constructors(enter: bool):
     global _patch_depth
     with _patch_lock:
@@ -783,9 +800,12 @@ def _patch_constructors(enter: bool):
                 for name in _CONSTRUCTORS:
                     _originals[name] = getattr(np, name)
                     setattr(np, name, _wrap_constructor(name, _originals[name]))
+                _originals["vectorize.__call__"] = np.vectorize.__call__
+                np.vectorize.__call__ = _wrap_vectorize_call(np.vectorize.__call__)
         else:
             _patch_depth -= 1
             if _patch_depth == 0:
+                np.vectorize.__call__ = _originals.pop("vectorize.__call__")
                 for name, original in _originals.items():
                     setattr(np, name, original)
                 _originals.clear()

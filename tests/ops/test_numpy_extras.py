@@ -110,3 +110,49 @@ def test_lexsort_errors_as_numpy():
             fn(*args)
         with pytest.raises(type(want.value)):
             jit(fn)(*args)
+
+
+# np.vectorize (numpy_more.vectorize_call): pyfunc traced once on whole arrays
+X5 = RNG.standard_normal((4, 5)).astype(np.float32)
+Y5 = RNG.standard_normal(5)
+I5 = RNG.integers(-5, 5, (4, 5)).astype(np.int32)
+
+
+def _affine(a, b=2.0):
+    return a * b + 1
+
+
+VF = np.vectorize(_affine)
+VECTORIZE = {
+    "one-arg": (lambda x: VF(x), (X5,)),
+    "broadcast": (lambda x, y: VF(x, y), (X5, Y5)),
+    "keyword": (lambda x, y: VF(x, b=y), (X5, Y5)),
+    "ints": (lambda i: np.vectorize(lambda a: a * 2)(i), (I5,)),
+    "otypes": (lambda i: np.vectorize(lambda a: a > 0, otypes=[np.float32])(i), (I5,)),
+    "constant": (lambda x: np.vectorize(lambda a: 3)(x), (X5,)),
+    "two-outputs": (lambda x: np.vectorize(lambda a: (a, a * 2))(x)[1], (X5,)),
+    "excluded": (lambda x: np.vectorize(lambda a, s: a * s, excluded={1})(x, 3), (X5,)),
+    "where": (lambda x: np.vectorize(lambda a: np.where(a > 0, a, 0.0))(x), (X5,)),
+}
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("name", sorted(VECTORIZE))
+def test_vectorize(name, level):
+    fn, args = VECTORIZE[name]
+    assert_matches_numpy(fn, args, level)
+
+
+def test_vectorize_errors():
+    import math
+    import halojit
+    with pytest.raises(halojit.TraceError, match="branch"):
+        jit(lambda x: np.vectorize(lambda a: a if a > 0 else 0)(x))(X5)
+    with pytest.raises(halojit.TraceError, match="float"):
+        jit(lambda x: np.vectorize(math.exp)(x))(X5)
+    with pytest.raises(NotImplementedError, match="signature"):
+        jit(lambda x: np.vectorize(lambda a: a, signature="(n)->(n)")(x))(X5)
+    with pytest.raises(ValueError, match="size 0"):
+        jit(lambda x: np.vectorize(lambda a: a)(x[:0]))(X5)
+    # outside a trace np.vectorize is numpy's own again
+    assert VF(np.float32(1.5)) == 4.0 and not hasattr(np.vectorize.__call__, "__wrapped__")
