@@ -2,7 +2,7 @@
 serial loop in the kernel, ops/reduce.py): item assignment through index
 arrays (``y[idx] = v``, ``y[rows, cols] += 1`` on arrays made inside the
 trace), ``ufunc.at`` (``np.add.at(h, idx, w)``, ``np.maximum.at``) and
-``np.histogram``.
+``np.histogram``, ``np.histogramdd`` and ``np.histogram2d``.
 
 Every form reduces to one flat scatter: the positions that ``x[key]``
 selects are ``x``'s C-order position grid indexed with ``key`` by the
@@ -17,6 +17,7 @@ which a static trace cannot have.
 
 from __future__ import annotations
 
+import builtins
 import operator
 import warnings
 
@@ -265,17 +266,23 @@ def _data_bins(ctx, a, n, loc):
         lo, hi = astype(lo, bin_type), astype(hi, bin_type)
     same = lo == hi
     first, last = where(same, lo - 0.5, lo), where(same, hi + 0.5, hi)
-    # np.linspace(first, last, n + 1): in bin_type, the last edge exactly `last`
-    step = (last - first) / n
-    grid = _tr(ctx, np.arange(n + 1, dtype=bin_type), loc)
-    body = where(step == 0, grid / n * (last - first), grid * step) + first
-    edges = np.concatenate([body[:-1], reshape(last, (1,))])
+    edges = _linspace(ctx, first, last, n, bin_type, loc)
     if a.dtype.kind == "f" or a.dtype.itemsize > 4 or n > 1 << 16:
         # integer data up to 32 bits spans a range of at least 1 with
         # edges below 2**32: float64 keeps 2**16 bins of it distinct
         _check_per_call(ctx, np.any(edges[:-1] >= edges[1:]), lambda: ValueError(
             f"Too many bins for data range. Cannot create {n} finite-sized bins."))
     return _bin_of(ctx, a, first, last, last - first, edges, n, bin_type, loc), edges
+
+
+def _linspace(ctx, first, last, n, dt, loc):
+    """np.linspace(first, last, n + 1) of traced ends, as numpy computes it:
+    in ``dt``, i * step + first (i / n * (last - first) + first where the
+    step underflows to 0), the last edge exactly ``last``."""
+    step = (last - first) / n
+    grid = _tr(ctx, np.arange(n + 1, dtype=dt), loc)
+    body = where(step == 0, grid / n * (last - first), grid * step) + first
+    return np.concatenate([body[:-1], reshape(astype(last, dt), (1,))])
 
 
 def _unsigned_subtract(hi, lo):
@@ -352,6 +359,150 @@ def _count(ctx, bin_index, n, w, loc):
     if w.dtype == np.bool_:
         return np.any(per_block, axis=0)
     return getitem(np.cumsum(per_block, axis=0, dtype=w.dtype), -1)
+
+
+@implements(np.histogramdd)
+def histogramdd(sample, bins=10, range=None, density=None, weights=None):
+    """numpy's histogramdd: per dimension the bin edges (np.linspace over a
+    ``range`` or the data's min and max, or edges given as arrays), each
+    value's bin by searchsorted (a value on the last edge counted in the
+    last bin), the flat bin of each sample (an outlier bin on either side
+    of each dimension), then one scatter-add into them, weights summed in
+    float64 in the samples' order as numpy's bincount sums them."""
+    loc = user_loc()
+    ctx = _ctx_of(sample, weights, bins)
+    if isinstance(sample, (list, tuple)):  # a sequence of 1-D arrays: numpy's atleast_2d(s).T
+        sample = np.stack([_tr(ctx, _array(x), loc) for x in sample], axis=-1)
+    else:
+        sample = _tr(ctx, _array(sample), loc)
+        if sample.ndim != 2:
+            sample = np.atleast_2d(sample).T
+    if sample.ndim != 2:
+        raise ValueError(f"np.histogramdd: expected samples of shape (N, D), got "
+                         f"{sample.shape}{format_loc(loc)}.")
+    if sample.dtype.kind not in "biuf":
+        raise DTypeError(f"np.histogramdd: expected a numeric sample, got {sample.dtype}"
+                         f"{format_loc(loc)}.")
+    n_samples, dims = sample.shape
+    w = None
+    if weights is not None:
+        w = _tr(ctx, _array(weights), loc)
+        if w.shape != (n_samples,):
+            raise ValueError(f"np.histogramdd: weights of shape {w.shape} for {n_samples} "
+                             f"samples{format_loc(loc)}.")
+    if isinstance(bins, str) or (isinstance(bins, (list, tuple))
+                                 and any(isinstance(b, str) for b in bins)):
+        raise UnsupportedError(f"np.histogramdd with bins given by name is not supported inside "
+                               f"@halojit.trace{format_loc(loc)}; pass numbers of bins or edges.")
+    try:
+        if len(bins) != dims:
+            raise ValueError("The dimension of bins must be equal to the dimension of the "
+                             "sample x.")
+    except TypeError:
+        bins = dims * [bins]
+    if range is None:
+        range = (None,) * dims
+    elif len(range) != dims:
+        raise ValueError("range argument must have one entry per dimension")
+    edges, index, nbin = [], None, []
+    for i in builtins.range(dims):  # (``range`` is numpy's argument here)
+        col = sample[:, i]
+        e = _dd_edges(ctx, col, bins[i], range[i], i, loc)
+        count = np.searchsorted(e, col, side="right")
+        count = where(col == e[-1], count - 1, count)  # the last edge: in the last bin
+        edges.append(e)
+        nbin.append(e.shape[0] + 1)  # an outlier bin on each end
+        index = count if index is None else index * nbin[-1] + count
+    total = int(np.prod(nbin))
+    if w is None:
+        zeros = broadcast_to(_tr(ctx, np.zeros((), np.intp), loc), (total,))
+        values = broadcast_to(_tr(ctx, np.ones((), np.intp), loc), (n_samples,))
+    else:
+        zeros = broadcast_to(_tr(ctx, np.zeros((), np.float64), loc), (total,))
+        values = astype(w, np.float64)
+    hist = _scatter_add(ctx, zeros, index, values, loc) if n_samples else zeros
+    hist = astype(reshape(hist, tuple(nbin)), np.float64)
+    hist = getitem(hist, dims * (slice(1, -1),))
+    if density:
+        s = hist.sum()
+        for i, e in enumerate(edges):
+            shape = [1] * dims
+            shape[i] = nbin[i] - 2
+            hist = hist / reshape(np.diff(e), tuple(shape))
+        hist = hist / s
+    return hist, edges
+
+
+def _dd_edges(ctx, col, bins_i, range_i, i, loc):
+    """One dimension's edges, as numpy's histogramdd makes them."""
+    if np.ndim(bins_i) == 0:
+        if isinstance(bins_i, TracedArray):
+            raise UnsupportedError(f"np.histogramdd: a number of bins computed inside the trace "
+                                   f"is not supported{format_loc(loc)}.")
+        if bins_i < 1:
+            raise ValueError(f"`bins[{i}]` must be positive, when an integer")
+        try:
+            n = operator.index(bins_i)
+        except TypeError as e:
+            raise TypeError(f"`bins[{i}]` must be an integer, when a scalar") from e
+        if range_i is not None:
+            if any(isinstance(r, TracedArray) for r in range_i):
+                raise UnsupportedError(f"np.histogramdd: a range computed inside the trace is "
+                                       f"not supported{format_loc(loc)}; pass numbers.")
+            first, last = range_i
+            if first > last:
+                raise ValueError("max must be larger than min in range parameter.")
+            if not (np.isfinite(first) and np.isfinite(last)):
+                raise ValueError(f"supplied range of [{first}, {last}] is not finite")
+        elif col.size == 0:
+            first, last = 0, 1
+        else:
+            return _dd_data_edges(ctx, col, n, loc)
+        if first == last:
+            first, last = first - 0.5, last + 0.5
+        return _tr(ctx, np.linspace(first, last, n + 1), loc)
+    if np.ndim(bins_i) == 1:
+        e = _array(bins_i)
+        if isinstance(e, TracedArray):
+            from .numpy_composite import _check_per_call
+            _check_per_call(ctx, np.any(e[:-1] > e[1:]), lambda: ValueError(
+                f"`bins[{i}]` must be monotonically increasing, when an array"))
+        elif np.any(e[:-1] > e[1:]):
+            raise ValueError(f"`bins[{i}]` must be monotonically increasing, when an array")
+        return _tr(ctx, e, loc)
+    raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
+
+
+def _dd_data_edges(ctx, col, n, loc):
+    """Edges over the data's min and max, computed in the kernel: numpy's
+    np.linspace(min, max, n + 1) of the column's numpy scalars (their
+    dtype, float64 for integer columns), a NaN or inf end refused per call."""
+    lo, hi = col.min(), col.max()
+    dt = col.dtype if col.dtype.kind == "f" else np.dtype(np.float64)
+    lo, hi = astype(lo, dt), astype(hi, dt)
+
+    def not_finite(values):
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"autodetected range of [{values[0]}, {values[1]}] is not finite")
+    ctx.add_check(np.stack([lo, hi])._node, not_finite)
+    same = lo == hi
+    first, last = where(same, lo - 0.5, lo), where(same, hi + 0.5, hi)
+    return _linspace(ctx, first, last, n, dt, loc)
+
+
+@implements(np.histogram2d)
+def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
+    """numpy's histogram2d: histogramdd of the (x, y) pairs."""
+    if np.shape(x)[:1] != np.shape(y)[:1]:
+        raise ValueError("x and y must have the same length.")
+    try:
+        nb = len(bins)
+    except TypeError:
+        nb = 1
+    if nb not in (1, 2):
+        bins = [bins, bins]
+    hist, edges = histogramdd([x, y], bins, range, density, weights)
+    return hist, edges[0], edges[1]
 
 
 def _scatter_add(ctx, base, index, values, loc):

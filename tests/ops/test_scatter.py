@@ -1,6 +1,7 @@
 """Scatters (halojit.graph.numpy_scatter, the ``scatter`` op and the Scatter
 template): item assignment through index arrays known at call time,
-``ufunc.at`` and ``np.histogram``, against numpy at opt levels 0 and 3.
+``ufunc.at``, ``np.histogram``, ``np.histogramdd`` and ``np.histogram2d``,
+against numpy at opt levels 0 and 3.
 
 Repeated positions take numpy's order (the last assignment wins, ufunc.at
 applies every occurrence), float sums round in that order, and every
@@ -259,6 +260,61 @@ def test_histogram_errors_as_numpy(opt_level):
         with pytest.raises(ValueError, match=r"autodetected range of \[.*\] is not finite"):
             f(VALS)
 
+
+
+# -- np.histogramdd and np.histogram2d ----------------------------------------------------
+PX = RNG.standard_normal(3000).astype(np.float32)
+PX[[5, 17]] = [np.nan, 2.0]
+PY = RNG.standard_normal(3000)
+PZ = RNG.integers(0, 10, 3000)
+PW = RNG.random(3000).astype(np.float32)
+PF = np.nan_to_num(PX)
+
+HISTDD = {
+    "2d-range": (lambda x, y: np.histogram2d(x, y, bins=5, range=[[-2, 2], [-3, 3]]), (PX, PY)),
+    "2d-auto": (lambda x, y: np.histogram2d(x, y), (PF, PY)),
+    "2d-weights": (lambda x, y, w: np.histogram2d(x, y, bins=(4, 6), range=[[-2, 2], [-3, 3]],
+                                                  weights=w), (PX, PY, PW)),
+    "2d-edges-density": (lambda x, y: np.histogram2d(x, y, bins=[np.array([-1., 0, .5, 2]), 3],
+                                                     range=[None, [-1, 1]], density=True),
+                         (PX, PY)),
+    "2d-one-edge-array": (lambda x, y: np.histogram2d(x, y, bins=np.array([-1., 0, 1, 2])),
+                          (PX, PY)),
+    "2d-same-values": (lambda y: np.histogram2d(y * 0 + 1, y, bins=3), (PY,)),
+    "2d-float32-auto": (lambda x: np.histogram2d(x, x[::-1] * 2, bins=64), (PF,)),
+    "2d-float16-auto": (lambda x: np.histogram2d(x, x, bins=7), (PF.astype(np.float16),)),
+    "dd-3-columns": (lambda y, z: np.histogramdd(np.stack([y, z, y * 2], axis=1), bins=(3, 4, 2)),
+                     (PY, PZ)),
+    "dd-tuple-density": (lambda y, z: np.histogramdd((y, z), bins=4, range=[(-1, 1), (0, 9)],
+                                                     density=True), (PY, PZ)),
+    "dd-1d-ints": (lambda z: np.histogramdd(z, bins=10), (PZ,)),
+    "dd-view-weights": (lambda y, w: np.histogramdd(np.stack([y, y], 1)[::3], bins=5,
+                                                    weights=w[::3]), (PY, PW)),
+    "dd-empty": (lambda y: np.histogramdd(np.stack([y, y], 1)[:0], bins=2), (PY,)),
+}
+
+
+@pytest.mark.parametrize("name", HISTDD)
+def test_histogramdd(name, opt_level):
+    fn, args = HISTDD[name]
+    assert_matches_numpy(fn, args, opt_level)
+
+
+def test_histogramdd_errors_as_numpy(opt_level):
+    with pytest.raises(ValueError, match="dimension of bins"):
+        jit(lambda x, y: np.histogramdd((x, y), bins=[2, 3, 4]), opt_level)(PX, PY)
+    with pytest.raises(ValueError, match="positive"):
+        jit(lambda x, y: np.histogram2d(x, y, bins=0), opt_level)(PX, PY)
+    with pytest.raises(ValueError, match="max must be larger"):
+        jit(lambda x, y: np.histogram2d(x, y, range=[[2, 1], [0, 1]]), opt_level)(PX, PY)
+    with pytest.raises(ValueError, match="same length"):
+        jit(lambda x, y: np.histogram2d(x, y[:5]), opt_level)(PX, PY)
+    with pytest.raises(ValueError, match="monotonically"):
+        jit(lambda x, y: np.histogram2d(x, y, bins=[[0, 2, 1], 3]), opt_level)(PX, PY)
+    f = jit(lambda x, y: np.histogram2d(x, y), opt_level)  # NaN in x: a range of NaN
+    for _ in range(2):
+        with pytest.raises(ValueError, match=r"autodetected range of \[.*\] is not finite"):
+            f(PX, PY)
 
 def test_scatter_groups_take_the_scatter_template():
     img = RNG.integers(0, 256, (256, 256), dtype=np.uint8)  # large enough for parallel kernels
