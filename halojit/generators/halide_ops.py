@@ -665,7 +665,13 @@ def _absolute(a):
     if t.is_bool() or t.is_uint():
         return a
     if t.is_int():
-        return hl.reinterpret(t, hl.abs(a))  # abs(INT_MIN) wraps to INT_MIN, as numpy
+        # abs(INT_MIN) wraps to INT_MIN, as numpy: a negation in unsigned
+        # arithmetic (defined wrap-around). hl.abs became LLVM's abs, whose
+        # INT_MIN LLVM took as never seen: in scalar code float64(abs(int64
+        # -2**63)) came out +2**63 (np.log(np.abs(x)) 1463.2, numpy NaN)
+        u = hl.UInt(t.bits())
+        bits = hl.reinterpret(u, a)
+        return hl.reinterpret(t, hl.select(a < hl.cast(t, 0), hl.cast(u, 0) - bits, bits))
     return _sign_bits(a, clear=True)
 
 

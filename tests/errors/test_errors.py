@@ -154,7 +154,8 @@ def test_accumulating_into_a_numpy_array_points_at_zeros_like(opt_level):
 # -- unsupported numpy ---------------------------------------------------------------------
 @pytest.mark.parametrize("fn,name", [
     (lambda x: np.linalg.svd(x), "np.linalg.svd"),
-    (lambda x: np.linalg.inv(x[:3, :3]), "np.linalg.inv"),
+    (lambda x: np.linalg.inv(np.ones((5, 5)) * x[0, 0]), "np.linalg.inv of 5x5"),
+    (lambda x: np.linalg.eigh(x[:3, :3]), "np.linalg.eigh"),
     (lambda x: np.bincount(x.astype(np.int64).ravel()), "np.bincount"),
     (lambda x: np.nanpercentile(x, 50), "np.nanpercentile"),
     (lambda x: np.unique(x), "np.unique"),
@@ -169,7 +170,7 @@ def test_accumulating_into_a_numpy_array_points_at_zeros_like(opt_level):
     (lambda x: x.reshape((4, 3), order="A"), "reshape: order='A'"),
     (lambda x: np.add.reduce(x, where=x > 0), "np.add.reduce: argument where="),
     (lambda x: np.einsum("ij->j", x, optimize="greedy", order="F"), "np.einsum"),
-], ids=["svd", "inv", "bincount", "nanpercentile", "unique", "accumulate", "reduceat", "m.searchsorted",
+], ids=["svd", "inv5", "eigh", "bincount", "nanpercentile", "unique", "accumulate", "reduceat", "m.searchsorted",
         "m.partition", "where1", "bool-index", "list-none-index", "pad-mode", "order-A", "where=",
         "einsum-order"])
 def test_unsupported_numpy_is_named(fn, name, opt_level):
