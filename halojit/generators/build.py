@@ -27,7 +27,7 @@ from ..schedules.autoschedule import ScheduleSpec, fallback_chain, make_spec, pa
 from .streaming import ALIGN, aligned_for_stream, prefetch_inputs, stream_outputs
 
 # Bump when lowering or a template changes what a cached kernel computes or how.
-CODEGEN_VERSION = "80"
+CODEGEN_VERSION = "81"
 # Groups whose values all have fewer elements are scheduled without parallel
 # loops: waking the thread pool costs more than it saves. Medians, 2-core VM,
 # kernel us, parallel / serial: softmax (16,1024) 22.6 / 18.6, (32,1024)

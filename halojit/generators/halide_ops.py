@@ -305,8 +305,14 @@ def _float_fmod(a, b):
     r = hl.select((r >= hl.f64(0.0)) & (r < ys), r, hl.f64(0.0))  # |a/b| beyond the steps
     # |x| < |y| is x itself: the steps would split a y near float64's max, which overflows
     r = hl.select(x < y, x, r if up is None else r / up)
-    r = hl.select(ok, r, hl.select(hl.is_inf(ay) & hl.is_finite(ax), ax, hl.f64(float("nan"))))
-    return hl.cast(t, _copysign(r, a64))  # fmod keeps the sign of a
+    # NaN as C's fmod, (x * y) / (x * y), gives it on x86: a NaN operand's
+    # own (a's first), else the default NaN, sign set (inf % inf, x % 0):
+    # numpy's signbit of it is True, where a NaN of a's sign (+inf % inf) was not
+    default = hl.reinterpret(f64, hl.u64(0xFFF8000000000000))
+    nan = hl.select(hl.is_nan(a64), a64, hl.select(hl.is_nan(b64), b64, default))
+    r = hl.select(ok, _copysign(r, a64),  # fmod keeps the sign of a
+                  hl.select(hl.is_inf(ay) & hl.is_finite(ax), a64, nan))
+    return hl.cast(t, r)
 
 
 def _float_divmod(a, b):

@@ -78,6 +78,22 @@ def test_specials(dtype):
     _check(a, b, ~(np.isfinite(ratio) & (ratio >= EXACT_RATIO[dtype])))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nan_signs_as_numpy(dtype):
+    """NaN made by fmod (inf % x, x % 0) is x86's default NaN, sign set, as
+    C's fmod gives it to numpy; a NaN operand passes through with its sign
+    (np.signbit tells them apart)."""
+    vals = [0.0, -0.0, 1.5, -2.5, np.inf, -np.inf, np.nan, -np.nan, 3.0]
+    a, b = (np.array(v, dtype) for v in zip(*[(x, y) for x in vals for y in vals
+                                              if not (np.isnan(x) and np.isnan(y))]))
+    with np.errstate(all="ignore"):
+        wants = np.fmod(a, b), np.remainder(a, b), np.floor_divide(a, b)
+    for name, got, want in zip(("fmod", "%", "//"), divmods(a, b), wants):
+        nan = np.isnan(want)
+        assert nan.any() and (np.isnan(got) == nan).all(), name
+        np.testing.assert_array_equal(np.signbit(got[nan]), np.signbit(want[nan]), err_msg=name)
+
+
 def test_large_float32_quotient_and_views():
     # the fuzz's float32 1e30 % 7 (numpy 2.0 here; the old code 0); a
     # negative-stride view and a broadcast scalar divisor
