@@ -155,22 +155,13 @@ def _product(values):
     return out
 
 
-def _stack_shape(a) -> tuple:
-    return a.shape[:-2]
-
-
-def _ones(a, dt, shape):
-    """A traced array of ones of ``shape``, part of ``a``'s trace."""
-    return np.ones_like(a, dtype=dt, shape=shape)
-
-
 @implements(np.linalg.det)
 def det(a):
     a = _square(a, "det")
     dt = _float_dtype(a.dtype)
     n = a.shape[-1]
     if n == 0:
-        return _ones(a, dt, _stack_shape(a))
+        return np.ones_like(a, dtype=dt, shape=a.shape[:-2])
     lu = _lu(_elements(a, dt))
     d = _product(lu.pivots)
     return d if lu.sign is None else (d * lu.sign).astype(dt, copy=False)
@@ -192,7 +183,7 @@ def slogdet(a):
     dt = _float_dtype(a.dtype)
     n = a.shape[-1]
     if n == 0:
-        one = _ones(a, dt, _stack_shape(a))
+        one = np.ones_like(a, dtype=dt, shape=a.shape[:-2])
         return SlogdetResult(one, one - one)
     lu = _lu(_elements(a, dt))
     sign = _product([np.sign(p) for p in lu.pivots])
@@ -222,7 +213,7 @@ def inv(a):
     n = a.shape[-1]
     if n == 0:
         return np.zeros_like(a, dtype=dt)
-    one = _ones(a, dt, _stack_shape(a))
+    one = np.ones_like(a, dtype=dt, shape=a.shape[:-2])
     zero = one - one
     eye = [[one if i == j else zero for j in range(n)] for i in range(n)]
     return _solve(a, eye, dt, n, a.shape)
@@ -257,7 +248,6 @@ def solve(a, b):
     if n == 0 or k == 0 or 0 in batch:
         return np.zeros_like(b, dtype=dt, shape=out_shape)
     b = b.astype(dt, copy=False)
-    a = np.broadcast_to(a, batch + (n, n))
     if vector:
         rows = [[b[..., i]] for i in range(n)]
         return _solve(a, rows, dt, 1, out_shape)

@@ -220,21 +220,33 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     return counts, edges
 
 
-def _equal_bins(ctx, a, n, range, loc):
-    """(each value's bin, n for values outside the range; the edges), as
-    numpy's histogram computes them for equal bins."""
+def _outer_edges(range, size):
+    """numpy's _get_outer_edges where no value decides them: (first, last)
+    of a ``range`` given as numbers (checked as numpy checks it) or (0, 1)
+    for no data, widened by 0.5 each way when equal; None when the data's
+    min and max decide (computed in the kernel)."""
     if range is not None:
         first, last = range
         if first > last:
             raise ValueError("max must be larger than min in range parameter.")
         if not (np.isfinite(first) and np.isfinite(last)):
             raise ValueError(f"supplied range of [{first}, {last}] is not finite")
-    elif a.size == 0:
+    elif size == 0:
         first, last = 0, 1
     else:
-        return _data_bins(ctx, a, n, loc)
+        return None
     if first == last:
         first, last = first - 0.5, last + 0.5
+    return first, last
+
+
+def _equal_bins(ctx, a, n, range, loc):
+    """(each value's bin, n for values outside the range; the edges), as
+    numpy's histogram computes them for equal bins."""
+    ends = _outer_edges(range, a.size)
+    if ends is None:
+        return _data_bins(ctx, a, n, loc)
+    first, last = ends
     bin_type = np.result_type(first, last, np.empty(0, a.dtype))
     if np.issubdtype(bin_type, np.integer):
         bin_type = np.result_type(bin_type, float)
@@ -445,22 +457,13 @@ def _dd_edges(ctx, col, bins_i, range_i, i, loc):
             n = operator.index(bins_i)
         except TypeError as e:
             raise TypeError(f"`bins[{i}]` must be an integer, when a scalar") from e
-        if range_i is not None:
-            if any(isinstance(r, TracedArray) for r in range_i):
-                raise UnsupportedError(f"np.histogramdd: a range computed inside the trace is "
-                                       f"not supported{format_loc(loc)}; pass numbers.")
-            first, last = range_i
-            if first > last:
-                raise ValueError("max must be larger than min in range parameter.")
-            if not (np.isfinite(first) and np.isfinite(last)):
-                raise ValueError(f"supplied range of [{first}, {last}] is not finite")
-        elif col.size == 0:
-            first, last = 0, 1
-        else:
+        if range_i is not None and any(isinstance(r, TracedArray) for r in range_i):
+            raise UnsupportedError(f"np.histogramdd: a range computed inside the trace is "
+                                   f"not supported{format_loc(loc)}; pass numbers.")
+        ends = _outer_edges(range_i, col.size)
+        if ends is None:
             return _dd_data_edges(ctx, col, n, loc)
-        if first == last:
-            first, last = first - 0.5, last + 0.5
-        return _tr(ctx, np.linspace(first, last, n + 1), loc)
+        return _tr(ctx, np.linspace(*ends, n + 1), loc)
     if np.ndim(bins_i) == 1:
         e = _array(bins_i)
         if isinstance(e, TracedArray):
