@@ -480,7 +480,7 @@ def lexsort(keys, axis=-1):
     argsorts, from the first key to the last, each of the next key's values
     in the order so far (stability keeps the earlier keys' order among its
     ties)."""
-    if isinstance(keys, TracedArray) or isinstance(keys, np.ndarray):
+    if isinstance(keys, (TracedArray, np.ndarray)):
         keys = [keys[i] for i in range(keys.shape[0])] if np.ndim(keys) > 0 else [keys]
     keys = [_traced(_array(k)) for k in keys]
     if not keys:
